@@ -1,0 +1,261 @@
+"""The per-file pipeline and the process pool.
+
+bytes -> skip-file? -> decode -> pre-filter -> libcst parse -> one walk (model + rules)
+      -> positions (only for files with findings) -> noqa -> findings
+
+Every failure on a file becomes a finding for that file (GL000 for input that does not decode or
+parse, GL001 for a crash inside gradlint); the run goes on.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import sys
+import tokenize
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from gradlint.rule import (
+    Finding, InternalErrorRule, Rule, Severity, SyntaxErrorRule, registry, visit_rules,
+)
+from gradlint.suppress import apply_noqa, is_skipped
+
+# Text that a file must contain for any rule to find something in it: every rule is about
+# tensors, and the model only knows tensors reached through an import of torch.
+PREFILTER_TOKENS = ("torch",)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the engine needs to lint one file (picklable, sent to workers)."""
+
+    codes: FrozenSet[str]
+    severity: Tuple[Tuple[str, str], ...] = ()  # per-code overrides
+    prefilter: bool = True
+
+
+@dataclass(frozen=True)
+class Task:
+    display: str  # the path as reported
+    path: str  # the path to read
+    options: Options
+
+
+def _finding(rule: type, display: str, line: int, col: int, message: str, *,
+             end_line: int = 0, end_col: int = 0, source_line: str = "",
+             severity: Optional[Severity] = None) -> Finding:
+    return Finding(
+        path=display, line=line, column=col, end_line=end_line or line,
+        end_column=end_col or col + 1, code=rule.code, name=rule.name,
+        severity=severity or rule.severity, message=message, hint=rule.hint,
+        fixable=rule.fixable, url=rule.url(), source_line=source_line,
+    )
+
+
+def decode(data: bytes) -> str:
+    """Decode as Python does (BOM, coding cookie, default UTF-8). Raises UnicodeDecodeError /
+    SyntaxError / LookupError on bad input."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def lint_bytes(display: str, data: bytes, options: Options) -> List[Finding]:
+    if is_skipped(data):
+        return []
+    codes = options.codes
+    try:
+        text = decode(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        if SyntaxErrorRule.code not in codes:
+            return []
+        return [_finding(SyntaxErrorRule, display, 1, 1, f"cannot decode file: {exc}")]
+    return lint_text(display, text, options)
+
+
+def lint_text(display: str, text: str, options: Options) -> List[Finding]:
+    codes = options.codes
+    rules = [cls for code, cls in visit_rules().items() if code in codes]
+    if options.prefilter and not any(tok in text for tok in PREFILTER_TOKENS):
+        # nothing for the rules to find; only check that the file is valid Python (cheaply)
+        if SyntaxErrorRule.code in codes:
+            err = _compile_error(text)
+            if err is not None:
+                return [_finding(SyntaxErrorRule, display, err[0], err[1], err[2])]
+        return []
+    import libcst as cst
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        if SyntaxErrorRule.code not in codes:
+            return []
+        line, col = exc.raw_line, exc.raw_column + 1
+        return [_finding(SyntaxErrorRule, display, line, col, f"syntax error: {exc.message}",
+                         source_line=_line(text, line))]
+    except (RecursionError, MemoryError) as exc:
+        return _internal(display, codes, "parser", exc)
+    if not rules:
+        return []
+    return _run_rules(display, text, module, rules, options)
+
+
+def _compile_error(text: str) -> Optional[Tuple[int, int, str]]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError as exc:
+        return (exc.lineno or 1, max(exc.offset or 1, 1), f"syntax error: {exc.msg}")
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
+
+
+def _line(text: str, line: int) -> str:
+    lines = text.splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def _internal(display: str, codes: FrozenSet[str], where: str, exc: BaseException) -> List[Finding]:
+    if InternalErrorRule.code not in codes:
+        return []
+    detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return [_finding(InternalErrorRule, display, 1, 1,
+                     InternalErrorRule.message.format(where=where, detail=detail))]
+
+
+def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], options: Options) -> List[Finding]:
+    from gradlint.model.walk import Walker
+
+    sink: List[Tuple[Rule, Any, Dict[str, Any]]] = []
+    rules = [cls(None, sink) for cls in rule_classes]
+    walker = Walker(rules)
+    try:
+        walker.run(module)
+    except RecursionError as exc:
+        return _internal(display, options.codes, "the model (nesting too deep)", exc)
+    except Exception as exc:  # the model itself failed: report it, keep the run going
+        return _internal(display, options.codes, "the model", exc)
+    findings: List[Finding] = []
+    for err in walker.errors:
+        findings.extend(_internal(display, options.codes, f"rule {err.rule.code}", err.exc))
+    if sink:
+        findings.extend(_positioned(display, text, module, sink, dict(options.severity)))
+    findings = apply_noqa(findings, text)
+    findings.sort(key=Finding.sort_key)
+    return findings
+
+
+def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any, Dict[str, Any]]],
+                overrides: Dict[str, str]) -> List[Finding]:
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    lines = text.splitlines()
+    seen = set()
+    out = []
+    for rule, node, extra in sink:
+        key = (rule.code, id(node))
+        if key in seen:
+            continue
+        seen.add(key)
+        rng = positions.get(node)
+        if rng is None:
+            continue
+        stmt = extra.get("statement")
+        stmt_rng = positions.get(stmt) if stmt is not None else None
+        sev = overrides.get(rule.code)
+        severity = Severity(sev) if sev else (extra.get("severity") or rule.severity)
+        line = rng.start.line
+        out.append(
+            Finding(
+                path=display,
+                line=line,
+                column=rng.start.column + 1,
+                end_line=rng.end.line,
+                end_column=rng.end.column + 1,
+                code=rule.code,
+                name=rule.name,
+                severity=severity,
+                message=rule.message.format(**extra["args"]),
+                hint=rule.hint,
+                fixable=extra.get("fix") is not None,
+                url=rule.url(),
+                source_line=lines[line - 1] if 0 < line <= len(lines) else "",
+                statement_line=stmt_rng.start.line if stmt_rng is not None else 0,
+                fix=extra.get("fix"),
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------- files and pool
+def lint_task(task: Task) -> List[Finding]:
+    try:
+        with open(task.path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        if SyntaxErrorRule.code not in task.options.codes:
+            return []
+        return [_finding(SyntaxErrorRule, task.display, 1, 1, f"cannot read file: {exc.strerror or exc}")]
+    try:
+        return lint_bytes(task.display, data, task.options)
+    except RecursionError as exc:
+        return _internal(task.display, task.options.codes, "gradlint", exc)
+    except Exception as exc:  # never a traceback for one bad file
+        return _internal(task.display, task.options.codes, "gradlint", exc)
+
+
+def _lint_batch(tasks: Sequence[Task]) -> List[Finding]:
+    out: List[Finding] = []
+    for t in tasks:
+        out.extend(lint_task(t))
+    return out
+
+
+def _init_worker() -> None:
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    registry()
+
+
+def _batches(tasks: Sequence[Task], jobs: int) -> List[List[Task]]:
+    """Spread tasks over about 4*jobs batches of similar total size (largest files first)."""
+    sized = []
+    for t in tasks:
+        try:
+            size = os.path.getsize(t.path)
+        except OSError:
+            size = 0
+        sized.append((size + 2048, t))
+    sized.sort(key=lambda p: -p[0])
+    n = max(1, min(len(sized), jobs * 4))
+    bins: List[List[Task]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for size, t in sized:
+        i = loads.index(min(loads))
+        bins[i].append(t)
+        loads[i] += size
+    return [b for b in bins if b]
+
+
+def lint_tasks(tasks: Sequence[Task], jobs: int = 1) -> List[Finding]:
+    """Lint every task; the result is sorted and identical for any ``jobs``."""
+    findings: List[Finding] = []
+    if jobs <= 1 or len(tasks) < 2:
+        _init_worker()
+        findings = _lint_batch(tasks)
+    else:
+        batches = _batches(tasks, jobs)
+        with ProcessPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_init_worker) as pool:
+            for part in pool.map(_lint_batch, batches):
+                findings.extend(part)
+    findings.sort(key=Finding.sort_key)
+    return findings

@@ -1,0 +1,122 @@
+"""Resolution of torch / numpy names from the module's own imports.
+
+libcst's QualifiedNameProvider costs several times the parse; this does the part gradlint needs
+(``import torch as T``, ``from torch import nn, tensor``, ``import torch.nn.functional as F``,
+``from torch.nn import Parameter``, ``import numpy as np``) with one dict lookup per name.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import libcst as cst
+
+# Top-level packages whose names the model understands.
+KNOWN_ROOTS = frozenset({"torch", "numpy", "copy"})
+
+
+def dotted(node: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` for a chain of Names and Attributes, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    return dotted(node) or ""
+
+
+class ImportMap:
+    """local name -> fully qualified name, for imports of the known packages."""
+
+    __slots__ = ("names",)
+
+    def __init__(self) -> None:
+        self.names: Dict[str, str] = {}
+
+    def add_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _module_name(alias.name)
+            root = full.split(".", 1)[0]
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+                if root in KNOWN_ROOTS:
+                    self.names[local] = full
+                else:
+                    self.names.pop(local, None)
+            else:
+                # ``import torch.nn`` binds ``torch``
+                if root in KNOWN_ROOTS:
+                    self.names[root] = root
+                else:
+                    self.names.pop(root, None)
+
+    def add_import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None:
+            names = node.names
+            if not isinstance(names, cst.ImportStar):
+                for alias in names:
+                    local = alias.evaluated_alias or alias.evaluated_name
+                    self.names.pop(local, None)
+            return
+        mod = _module_name(node.module)
+        root = mod.split(".", 1)[0]
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = alias.evaluated_name
+            local = alias.evaluated_alias or name
+            if root in KNOWN_ROOTS:
+                self.names[local] = f"{mod}.{name}"
+            else:
+                self.names.pop(local, None)
+
+    def forget(self, local: str) -> None:
+        """A plain assignment rebinds the name: it no longer refers to the import."""
+        self.names.pop(local, None)
+
+    def qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        """The fully qualified name of ``node`` if it refers to a known package, else None."""
+        parts = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name):
+            return None
+        base = self.names.get(node.value)
+        if base is None:
+            return None
+        if parts:
+            return base + "." + ".".join(reversed(parts))
+        return base
+
+
+# Aliases that torch exposes under more than one path; normalised so tables list one spelling.
+CANONICAL_PREFIXES = (
+    ("torch.nn.modules.", None),  # torch.nn.modules.linear.Linear -> torch.nn.Linear
+    ("torch.autograd.grad_mode.", "torch."),
+    ("torch.nn.parameter.", "torch.nn."),
+    ("torch.autograd.no_grad", "torch.no_grad"),
+    ("torch.autograd.enable_grad", "torch.enable_grad"),
+    ("torch.autograd.set_grad_enabled", "torch.set_grad_enabled"),
+    ("torch.autograd.inference_mode", "torch.inference_mode"),
+    ("torch._C._set_grad_enabled", "torch.set_grad_enabled"),
+    ("np.", "numpy."),
+)
+
+
+def canonical(q: Optional[str]) -> Optional[str]:
+    if q is None:
+        return None
+    for prefix, repl in CANONICAL_PREFIXES:
+        if q.startswith(prefix):
+            if repl is None:
+                # drop the submodule: torch.nn.modules.linear.Linear -> torch.nn.Linear
+                return "torch.nn." + q.rsplit(".", 1)[-1]
+            return repl + q[len(prefix):]
+    return q

@@ -1,0 +1,666 @@
+"""The model: what each name holds at each statement, and the grad mode.
+
+It is flow-sensitive within a function (and at module level): statements are executed in order;
+``if``/``try`` branches are joined (a name keeps its value only when all branches agree); a loop
+body is executed once from the state before the loop (what holds on the first iteration), and
+after the loop the state is the join of "zero iterations" and "after the body". Function bodies
+start from an empty state (a parameter is unknown) with grad mode on, unless decorated.
+
+Rules query it through ``value_of(expr)``, ``grad_enabled``, ``qualname(expr)`` and the events
+it emits (``on_backward``). Only ``gradlint.model.walk`` drives it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from gradlint.model import torchapi as api
+from gradlint.model.names import ImportMap, canonical, dotted
+from gradlint.model.values import (
+    CLASS, FUNCTION, MODULE, NAMED_PARAMS, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN,
+    UNKNOWN_VALUE, Cut, Value, leaf_rg, plain_tensor,
+)
+
+Env = Dict[str, Value]
+
+
+def _const_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
+    if isinstance(node, cst.Name):
+        if node.value == "True":
+            return True
+        if node.value == "False":
+            return False
+    return None
+
+
+def _kwarg(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a
+    return None
+
+
+def _positional(call: cst.Call) -> List[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+def _union(sets) -> frozenset:
+    out: frozenset = frozenset()
+    for s in sets:
+        if s:
+            out = out | s if out else s
+    return out
+
+
+class Model:
+    def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
+        self.imports = ImportMap()
+        self.env: Env = {}
+        self.grad_enabled: Optional[bool] = True
+        self.current_statement: Any = None
+        self.scope_kind: str = "module"  # module | function | class
+        self.class_stack: List[cst.ClassDef] = []
+        self.function_stack: List[cst.FunctionDef] = []
+        self.loop_depth = 0
+        self.module_classes: Dict[str, Value] = {}
+        # ids of values that something called backward()/autograd.grad() on
+        self.backwarded: set = set()
+        # ids of tensors whose .grad was read, or that were handed to code the model does not
+        # know (an optimizer, a helper function): their use as a leaf may be intended
+        self.used_as_leaf: set = set()
+        self._memo: Dict[int, Value] = {}
+        self._emit = emit
+        self._dotted_keys = 0
+
+    # ------------------------------------------------------------------ queries for rules
+    def qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        return canonical(self.imports.qualname(node))
+
+    def value_of(self, node: cst.BaseExpression) -> Value:
+        v = self._memo.get(id(node))
+        if v is None:
+            v = self._eval(node)
+            self._memo[id(node)] = v
+        return v
+
+    def lookup(self, key: str) -> Value:
+        return self.env.get(key, UNKNOWN_VALUE)
+
+    # ------------------------------------------------------------------ environment
+    def bind_key(self, key: str, value: Value) -> None:
+        env = self.env
+        if self._dotted_keys:
+            prefix = key + "."
+            stale = [k for k in env if k.startswith(prefix)]
+            for k in stale:
+                del env[k]
+                self._dotted_keys -= 1
+        if "." in key and key not in env:
+            self._dotted_keys += 1
+        env[key] = value
+
+    def unbind(self, key: str) -> None:
+        if key in self.env:
+            if "." in key:
+                self._dotted_keys -= 1
+            del self.env[key]
+
+    def snapshot(self) -> Env:
+        return dict(self.env)
+
+    def restore(self, env: Env) -> None:
+        self.env = env
+        self._dotted_keys = sum(1 for k in env if "." in k)
+
+    @staticmethod
+    def join(envs: List[Env]) -> Env:
+        if not envs:
+            return {}
+        if len(envs) == 1:
+            return envs[0]
+        first, rest = envs[0], envs[1:]
+        out: Env = {}
+        for k, v in first.items():
+            if all(e.get(k) is v for e in rest):
+                out[k] = v
+        return out
+
+    # ------------------------------------------------------------------ binding targets
+    def bind_target(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Name):
+            self.imports.forget(target.value)
+            self.bind_key(target.value, value)
+        elif isinstance(target, cst.Attribute):
+            key = dotted(target)
+            if key is not None:
+                self.bind_key(key, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            starred = any(isinstance(e, cst.StarredElement) for e in elements)
+            items = value.items if value.kind == TUPLE else ()
+            for i, el in enumerate(elements):
+                if isinstance(el, cst.StarredElement):
+                    self.bind_target(el.value, UNKNOWN_VALUE)
+                elif not starred and len(items) == len(elements):
+                    self.bind_target(el.value, items[i])
+                else:
+                    self.bind_target(el.value, UNKNOWN_VALUE)
+        elif isinstance(target, cst.Subscript):
+            # x[i] = v: an in-place write into x
+            base = target.value
+            self._inplace_effect(base, [value])
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, UNKNOWN_VALUE)
+
+    def forget_target(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            key = dotted(target)
+            if key is not None:
+                self.unbind(key)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self.forget_target(el.value)
+
+    def _inplace_effect(self, receiver: cst.BaseExpression, operands: List[Value]) -> Optional[Value]:
+        """The receiver was written in place with ``operands``: it now requires grad if any
+        operand does (a plain buffer that receives graph values becomes part of the graph)."""
+        key = dotted(receiver)
+        if key is None:
+            return None
+        cur = self.env.get(key)
+        if cur is None or cur.kind != TENSOR:
+            return None
+        grad = self.grad_enabled
+        gets_graph = any(o.kind == TENSOR and o.rg for o in operands)
+        if cur.rg is True or not gets_graph or grad is False:
+            new_cuts = _union([cur.cuts] + [o.cuts for o in operands])
+            if new_cuts is cur.cuts:
+                return cur
+            new = Value(TENSOR, rg=cur.rg, leaf=cur.leaf, probable=cur.probable,
+                        view_of_leaf=cur.view_of_leaf, deps=cur.deps, cuts=new_cuts, src=cur.src)
+        elif grad is None:
+            new = Value(TENSOR, rg=None, leaf=None)
+        else:
+            new = Value(
+                TENSOR, rg=True, leaf=False,
+                probable=all(o.probable for o in operands if o.kind == TENSOR and o.rg),
+                deps=_union([cur.deps] + [o.deps for o in operands if o.kind == TENSOR and o.rg]),
+                cuts=_union([cur.cuts] + [o.cuts for o in operands]),
+            )
+        self.bind_key(key, new)
+        return new
+
+    # ------------------------------------------------------------------ statements
+    def exec_assign(self, node: cst.Assign) -> None:
+        value = self.value_of(node.value)
+        for t in node.targets:
+            target = t.target
+            if (
+                isinstance(target, cst.Attribute)
+                and target.attr.value == "requires_grad"
+            ):
+                self._set_requires_grad(target.value, node.value, node)
+                continue
+            self.bind_target(target, value)
+
+    def exec_ann_assign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind_target(node.target, self.value_of(node.value))
+
+    def exec_aug_assign(self, node: cst.AugAssign) -> None:
+        target = node.target
+        operand = self.value_of(node.value)
+        if isinstance(target, cst.Subscript):
+            self._inplace_effect(target.value, [operand])
+            return
+        cur = self.value_of(target)
+        if cur.kind == TENSOR:
+            if self._inplace_effect(target, [operand]) is None:
+                self.bind_target(target, self._combine([cur, operand], node))
+        else:
+            self.bind_target(target, self._combine([cur, operand], node))
+
+    def exec_expr(self, node: cst.Expr) -> None:
+        self.value_of(node.value)
+
+    def exec_del(self, node: cst.Del) -> None:
+        self.forget_target(node.target)
+
+    def exec_import(self, node: cst.Import) -> None:
+        self.imports.add_import(node)
+        for alias in node.names:
+            local = alias.evaluated_alias or alias.evaluated_name.split(".", 1)[0]
+            self.unbind(local)
+
+    def exec_import_from(self, node: cst.ImportFrom) -> None:
+        self.imports.add_import_from(node)
+        if not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                self.unbind(alias.evaluated_alias or alias.evaluated_name)
+
+    def _set_requires_grad(self, receiver: cst.BaseExpression, flag_node: cst.BaseExpression, stmt: Any) -> None:
+        """``x.requires_grad = flag``."""
+        key = dotted(receiver)
+        if key is None:
+            return
+        cur = self.value_of(receiver)
+        flag = _const_bool(flag_node)
+        new = self._requires_grad(cur, flag, stmt)
+        if new is not None:
+            self.bind_key(key, new)
+
+    def _requires_grad(self, cur: Value, flag: Optional[bool], node: Any) -> Optional[Value]:
+        """The value of ``cur`` after ``requires_grad_(flag)`` / ``.requires_grad = flag``."""
+        if cur.kind == UNKNOWN:
+            if flag is True:
+                return Value(TENSOR, rg=True, leaf=None)
+            return Value(TENSOR, rg=None if flag is None else False, leaf=None)
+        if cur.kind != TENSOR:
+            return None
+        if cur.leaf is False:
+            return cur  # a non-leaf: a no-op (requires_grad_) or a RuntimeError (setter)
+        if flag is None:
+            return Value(TENSOR, rg=None, leaf=cur.leaf, cuts=cur.cuts)
+        if flag is False:
+            return Value(TENSOR, rg=False, leaf=cur.leaf, cuts=cur.cuts, src=cur.src)
+        if cur.leaf is None:
+            return Value(TENSOR, rg=True, leaf=None, cuts=cur.cuts)
+        if cur.src is not None and cur.rg is False:
+            return self._cut_leaf(Cut(node, "detach_rg", cur.src, self.current_statement), cur.cuts)
+        return leaf_rg(cuts=cur.cuts)
+
+    @staticmethod
+    def _cut_leaf(cut: Cut, cuts: frozenset) -> Value:
+        v = leaf_rg(cuts=cuts | {cut})
+        cut.result = v
+        return v
+
+    def _escape(self, values: List[Value]) -> None:
+        for v in values:
+            if v.kind == TENSOR:
+                self.used_as_leaf.add(v.id)
+            elif v.kind == TUPLE:
+                self._escape(list(v.items))
+
+    # ------------------------------------------------------------------ evaluation
+    def _eval(self, node: cst.BaseExpression) -> Value:
+        t = type(node)
+        if t is cst.Name:
+            return self.env.get(node.value, UNKNOWN_VALUE)
+        if t is cst.Attribute:
+            return self._eval_attribute(node)
+        if t is cst.Call:
+            return self._eval_call(node)
+        if t is cst.BinaryOperation:
+            return self._combine([self.value_of(node.left), self.value_of(node.right)], node)
+        if t is cst.UnaryOperation:
+            v = self.value_of(node.expression)
+            if isinstance(node.operator, cst.Not):
+                return UNKNOWN_VALUE
+            return self._combine([v], node)
+        if t is cst.Subscript:
+            return self._eval_subscript(node)
+        if t in (cst.Tuple, cst.List):
+            items = []
+            for el in node.elements:
+                v = self.value_of(el.value)
+                items.append(UNKNOWN_VALUE if isinstance(el, cst.StarredElement) else v)
+            return Value(TUPLE, items=tuple(items), cuts=_union(i.cuts for i in items))
+        if t is cst.Comparison:
+            vals = [self.value_of(node.left)] + [self.value_of(c.comparator) for c in node.comparisons]
+            if any(v.kind == TENSOR for v in vals):
+                return plain_tensor()
+            return UNKNOWN_VALUE
+        if t is cst.IfExp:
+            self.value_of(node.test)
+            a, b = self.value_of(node.body), self.value_of(node.orelse)
+            return a if a is b else UNKNOWN_VALUE
+        if t is cst.NamedExpr:
+            v = self.value_of(node.value)
+            self.bind_target(node.target, v)
+            return v
+        if t is cst.Await:
+            self.value_of(node.expression)
+            return UNKNOWN_VALUE
+        if t is cst.BooleanOperation:
+            self.value_of(node.left)
+            self.value_of(node.right)
+            return UNKNOWN_VALUE
+        if t in (cst.Integer, cst.Float):
+            return Value(SCALAR)
+        return UNKNOWN_VALUE
+
+    def _eval_attribute(self, node: cst.Attribute) -> Value:
+        key = dotted(node)
+        if key is not None and key in self.env:
+            return self.env[key]
+        base = self.value_of(node.value)
+        if base.kind != TENSOR:
+            return UNKNOWN_VALUE
+        attr = node.attr.value
+        if attr == "data":
+            return plain_tensor(cuts=base.cuts, src=base if base.rg else base.src)
+        if attr == "grad":
+            self.used_as_leaf.add(base.id)
+            return Value(TENSOR, rg=False, leaf=True)
+        if attr in api.TENSOR_ATTRS_VIEW:
+            return self._derived(base, [], node, view=True)
+        return UNKNOWN_VALUE
+
+    def _eval_subscript(self, node: cst.Subscript) -> Value:
+        base = self.value_of(node.value)
+        for el in node.slice:
+            if isinstance(el.slice, cst.Index):
+                self.value_of(el.slice.value)
+        if base.kind == TENSOR:
+            return self._derived(base, [], node, view=_basic_index(node))
+        if base.kind == NDARRAY:
+            return Value(NDARRAY, src=base.src, cuts=base.cuts)
+        if base.kind == TUPLE and len(node.slice) == 1:
+            idx = node.slice[0].slice
+            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+                i = int(idx.value.value, 0)
+                if -len(base.items) <= i < len(base.items):
+                    return base.items[i]
+        return UNKNOWN_VALUE
+
+    def _combine(self, operands: List[Value], node: Any) -> Value:
+        """An arithmetic operation over ``operands``."""
+        tensors = [o for o in operands if o.kind == TENSOR]
+        if tensors:
+            return self._derived(tensors[0], operands[1:] if operands[0] is tensors[0] else operands, node)
+        arrays = [o for o in operands if o.kind == NDARRAY]
+        if arrays:
+            return Value(NDARRAY, src=arrays[0].src, cuts=_union(o.cuts for o in operands))
+        scalars = [o for o in operands if o.kind == SCALAR]
+        if scalars and len(scalars) == len(operands):
+            src = next((s.src for s in scalars if s.src is not None), None)
+            return Value(SCALAR, src=src, cuts=_union(o.cuts for o in operands))
+        return UNKNOWN_VALUE
+
+    def _derived(self, base: Value, others: List[Value], node: Any, view: bool = False) -> Value:
+        """A differentiable function of ``base`` and ``others`` (tensors or not)."""
+        operands = [base] + [o for o in others if o.kind in (TENSOR, TUPLE)]
+        flat: List[Value] = []
+        for o in operands:
+            if o.kind == TUPLE:
+                flat.extend(i for i in o.items if i.kind == TENSOR)
+                if any(i.kind == UNKNOWN for i in o.items):
+                    flat.append(UNKNOWN_VALUE)
+            else:
+                flat.append(o)
+        cuts = _union([o.cuts for o in operands] + [o.cuts for o in others])
+        rgs = [o.rg if o.kind == TENSOR else None for o in flat]
+        grad = self.grad_enabled
+        if any(r is True for r in rgs):
+            if grad is True:
+                rg_inputs = [o for o in flat if o.kind == TENSOR and o.rg]
+                return Value(
+                    TENSOR, rg=True, leaf=False,
+                    probable=all(o.probable for o in rg_inputs),
+                    view_of_leaf=view and base.leaf_requiring_grad,
+                    deps=_union(o.deps for o in rg_inputs),
+                    cuts=cuts,
+                )
+            if grad is False:
+                return plain_tensor(cuts=cuts)
+            return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
+        if all(r is False for r in rgs):
+            # nothing requires grad: the result is a new plain tensor (a view keeps src)
+            src = base.src if view else None
+            return plain_tensor(cuts=cuts, src=src)
+        return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
+
+    # ------------------------------------------------------------------ calls
+    def _eval_call(self, node: cst.Call) -> Value:
+        func = node.func
+        arg_values = [self.value_of(a.value) for a in node.args]
+        q = self.qualname(func)
+        if q is not None:
+            return self._call_qualified(q, node, arg_values)
+        if isinstance(func, cst.Attribute):
+            receiver = self.value_of(func.value)
+            return self._call_method(receiver, func.attr.value, node, arg_values)
+        callee = self.value_of(func)
+        if callee.kind == MODULE:
+            return self._call_module(callee, arg_values, node)
+        if callee.kind == CLASS:
+            return Value(MODULE, params=None) if callee.params else UNKNOWN_VALUE
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in ("list", "tuple") and arg_values and arg_values[0].kind in (PARAMS, NAMED_PARAMS):
+                return arg_values[0]
+            if name in ("float", "int") and arg_values and arg_values[0].kind == TENSOR:
+                v = arg_values[0]
+                return Value(SCALAR, src=v if v.rg else v.src, cuts=v.cuts)
+            if name == "enumerate" and arg_values:
+                return Value(TUPLE, items=(Value(SCALAR), _element(arg_values[0])), params=True)
+            if name == "zip" and arg_values:
+                return Value(TUPLE, items=tuple(_element(a) for a in arg_values), params=True)
+        self._escape(arg_values)
+        return UNKNOWN_VALUE
+
+    def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
+        tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
+        if module.params is False:
+            if tensors:
+                return self._derived(tensors[0], tensors[1:], node)
+            return UNKNOWN_VALUE
+        grad = self.grad_enabled
+        cuts = _union(a.cuts for a in args)
+        if grad is True:
+            deps = _union(a.deps for a in args if a.kind == TENSOR and a.rg)
+            return Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
+        if grad is False:
+            return plain_tensor(cuts=cuts)
+        return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
+
+    def _call_qualified(self, q: str, node: cst.Call, args: List[Value]) -> Value:
+        if q in api.FACTORIES or q in api.REBUILDERS:
+            return self._factory(q, node, args)
+        if q in api.PARAMETER:
+            rg = _kwarg(node, "requires_grad")
+            pos = _positional(node)
+            flag_node = rg.value if rg is not None else (pos[1] if len(pos) > 1 else None)
+            flag = True if flag_node is None else _const_bool(flag_node)
+            data = args[0] if args else UNKNOWN_VALUE
+            cuts = data.cuts
+            if flag is True and data.kind == TENSOR and data.rg is True and data.leaf is False:
+                cuts = cuts | {Cut(node, "parameter", data, self.current_statement)}
+            if flag is True:
+                return leaf_rg(cuts=cuts, is_param=True)
+            if flag is False:
+                return plain_tensor(cuts=cuts)
+            return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
+        if q in api.BACKWARD_FUNCS:
+            if args:
+                self.backward_on(node, args[0])
+            self._escape(args[1:])  # autograd.grad(loss, inputs): gradients of these are wanted
+            return UNKNOWN_VALUE
+        if q in api.DIFF_FUNCS:
+            tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
+            if tensors:
+                return self._derived(tensors[0], tensors[1:] + [a for a in args if a.kind not in (TENSOR, TUPLE)], node)
+            return UNKNOWN_VALUE
+        if q in api.NONDIFF_FUNCS:
+            return plain_tensor() if any(a.kind == TENSOR for a in args) else UNKNOWN_VALUE
+        if q in api.PARAMLESS_MODULES:
+            return Value(MODULE, params=False)
+        if q in api.PARAM_MODULES:
+            return Value(MODULE, params=True)
+        if q in api.CONTAINER_MODULES:
+            has = [a.params for a in args if a.kind == MODULE]
+            return Value(MODULE, params=True if any(has) else None)
+        if q in api.NUMPY_FROM_TENSOR:
+            a = args[0] if args else UNKNOWN_VALUE
+            if a.kind == TENSOR:
+                return Value(NDARRAY, src=a if a.rg else a.src, cuts=a.cuts)
+            if a.kind in (NDARRAY, TUPLE, SCALAR):
+                return Value(NDARRAY, src=_src_of(a), cuts=a.cuts)
+            return Value(NDARRAY)
+        if q.startswith("numpy."):
+            srcs = [_src_of(a) for a in args if a.kind in (NDARRAY, SCALAR, TUPLE, TENSOR)]
+            if srcs:
+                return Value(NDARRAY, src=next((s for s in srcs if s is not None), None),
+                             cuts=_union(a.cuts for a in args))
+            return UNKNOWN_VALUE
+        self._escape(args)
+        return UNKNOWN_VALUE
+
+    def _factory(self, q: str, node: cst.Call, args: List[Value]) -> Value:
+        rg_arg = _kwarg(node, "requires_grad")
+        flag = False if rg_arg is None else _const_bool(rg_arg.value)
+        data = args[0] if args and node.args[0].keyword is None else UNKNOWN_VALUE
+        cuts = _union(a.cuts for a in args)
+        if q in api.REBUILDERS or q == "torch.Tensor":
+            if q == "torch.as_tensor" and data.kind == TENSOR:
+                return data  # as_tensor returns the tensor itself
+            if data.kind == TENSOR and data.rg is True:
+                # torch.tensor(t): a copy without history (and a UserWarning)
+                if flag is True:
+                    return self._cut_leaf(Cut(node, "copy_rg", data, self.current_statement), cuts)
+                return plain_tensor(cuts=cuts, src=data) if flag is False else Value(TENSOR, rg=None, leaf=True, cuts=cuts)
+            src = _src_of(data)
+            if src is not None:
+                kind = "numpy" if data.kind == NDARRAY else "scalar"
+                cuts = cuts | {Cut(node, kind, src, self.current_statement)}
+        if flag is True:
+            return leaf_rg(cuts=cuts)
+        if flag is False:
+            return plain_tensor(cuts=cuts)
+        return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
+
+    def _call_method(self, receiver: Value, attr: str, node: cst.Call, args: List[Value]) -> Value:
+        kind = receiver.kind
+        if attr in ("parameters",):
+            return Value(PARAMS)
+        if attr == "named_parameters":
+            return Value(NAMED_PARAMS)
+        if attr == "backward":
+            self.backward_on(node, receiver)
+            return UNKNOWN_VALUE
+        if kind == MODULE:
+            if attr in ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "requires_grad_"):
+                return receiver
+            if attr == "forward":
+                return self._call_module(receiver, args, node)
+            return UNKNOWN_VALUE
+        if attr == "requires_grad_":
+            pos = _positional(node)
+            kw = _kwarg(node, "requires_grad")
+            flag_node = kw.value if kw is not None else (pos[0] if pos else None)
+            flag = True if flag_node is None else _const_bool(flag_node)
+            new = self._requires_grad(receiver, flag, node)
+            if new is None:
+                return UNKNOWN_VALUE
+            key = dotted(node.func.value)  # type: ignore[attr-defined]
+            if key is not None:
+                self.bind_key(key, new)
+            return new
+        if attr == "detach" or attr == "detach_":
+            if kind == TENSOR:
+                src = receiver if receiver.rg else receiver.src
+                return plain_tensor(cuts=receiver.cuts, src=src)
+            if kind == UNKNOWN:
+                return Value(TENSOR, rg=False, leaf=True)
+            return UNKNOWN_VALUE
+        if attr == "numpy":
+            if kind == TENSOR:
+                return Value(NDARRAY, src=receiver if receiver.rg else receiver.src, cuts=receiver.cuts)
+            return Value(NDARRAY)
+        if attr in ("item", "tolist"):
+            if kind == TENSOR:
+                return Value(SCALAR, src=receiver if receiver.rg else receiver.src, cuts=receiver.cuts)
+            if kind == NDARRAY:
+                return Value(SCALAR, src=receiver.src, cuts=receiver.cuts)
+            return Value(SCALAR)
+        if kind == NDARRAY:
+            return Value(NDARRAY, src=receiver.src, cuts=_union([receiver.cuts] + [a.cuts for a in args]))
+        if kind != TENSOR:
+            return UNKNOWN_VALUE
+        if attr.endswith("_") and not attr.startswith("_") and attr not in api.NOT_INPLACE:
+            new = self._inplace_effect(node.func.value, args)  # type: ignore[attr-defined]
+            return new if new is not None else receiver
+        if attr == "clone":
+            if receiver.rg is False:
+                return plain_tensor(cuts=receiver.cuts, src=receiver.src)
+            return self._derived(receiver, [], node)
+        if attr in api.CONVERSION_METHODS:
+            v = self._derived(receiver, [], node)
+            if receiver.rg is True and receiver.leaf is True and self.grad_enabled is True:
+                # may return self (same device/dtype): leaf-ness unknown
+                return Value(TENSOR, rg=True, leaf=None, deps=v.deps, cuts=v.cuts)
+            if receiver.rg is False:
+                return plain_tensor(cuts=receiver.cuts, src=receiver.src)
+            return v
+        if attr in api.VIEW_METHODS:
+            return self._derived(receiver, args, node, view=True)
+        if attr in api.DIFF_METHODS:
+            return self._derived(receiver, args, node)
+        if attr in ("max", "min", "median") and not node.args:
+            return self._derived(receiver, [], node)
+        if attr in api.NONDIFF_METHODS:
+            return plain_tensor()
+        self._escape([receiver])  # retain_grad(), register_hook(), ...
+        return UNKNOWN_VALUE
+
+    # ------------------------------------------------------------------ events
+    @staticmethod
+    def lost_cuts(value: Value, kinds: frozenset) -> List[Cut]:
+        """The cuts of ``kind`` in ``value`` whose source does not otherwise reach ``value``
+        through the graph: the gradient stops there, so whatever produced the source gets none
+        through this value."""
+        return [c for c in value.cuts if c.kind in kinds and c.src.id not in value.deps]
+
+    def backward_on(self, node: Any, value: Value) -> None:
+        values = value.items if value.kind == TUPLE else (value,)
+        for v in values:
+            self.backwarded.add(v.id)
+            self._emit("backward", (node, v))
+
+
+def _basic_index(node: cst.Subscript) -> bool:
+    """x[0], x[:2], x[1, ::2], x[..., None]: a view (advanced indexing copies)."""
+    for el in node.slice:
+        s = el.slice
+        if isinstance(s, cst.Slice):
+            continue
+        v = s.value
+        if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
+            v = v.expression
+        if isinstance(v, (cst.Integer, cst.Ellipsis)) or (isinstance(v, cst.Name) and v.value == "None"):
+            continue
+        return False
+    return True
+
+
+def _src_of(v: Value) -> Optional[Value]:
+    if v.kind == TUPLE:
+        for i in v.items:
+            s = _src_of(i)
+            if s is not None:
+                return s
+        return None
+    if v.kind == TENSOR:
+        return v if v.rg else v.src
+    return v.src
+
+
+def _element(v: Value) -> Value:
+    """The value of one element when iterating over ``v``."""
+    if v.kind == PARAMS:
+        return leaf_rg(is_param=True)
+    if v.kind == NAMED_PARAMS:
+        return Value(TUPLE, items=(Value(SCALAR), leaf_rg(is_param=True)))
+    if v.kind == TUPLE:
+        if v.params:  # enumerate()/zip() results
+            return v
+        items = v.items
+        if items and all(i is items[0] for i in items):
+            return items[0]
+    return UNKNOWN_VALUE
+
+
+element_of = _element

@@ -1,0 +1,122 @@
+"""The abstract values the model assigns to names and expressions.
+
+Values are immutable; identity is meaningful (a join keeps a name's value only when every
+branch holds the very same object). ``None`` in a tri-state field means "the model does not
+know", and rules stay quiet on what the model does not know.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, FrozenSet, Optional, Tuple
+
+_ids = itertools.count(1)
+
+# kinds
+TENSOR = "tensor"
+NDARRAY = "ndarray"
+SCALAR = "scalar"  # a Python number taken out of a tensor (.item(), float(t), .tolist())
+MODULE = "module"  # an nn.Module instance
+PARAMS = "params"  # model.parameters() / list(model.parameters())
+NAMED_PARAMS = "named_params"
+TUPLE = "tuple"  # a tuple/list literal, or a tuple-returning call; ``items`` holds elements
+FUNCTION = "function"  # a function defined in this module
+CLASS = "class"
+UNKNOWN = "unknown"
+
+
+class Cut:
+    """A place where a value was taken out of autograd and brought back as a new tensor:
+    ``kind`` is 'numpy' (from_numpy/tensor of an ndarray), 'scalar' (tensor of .item()/.tolist()),
+    'detach_rg' (detach then requires_grad), 'copy_rg' (torch.tensor(t, requires_grad=True)),
+    'parameter' (nn.Parameter(non_leaf)). ``src`` is the graph value that was cut."""
+
+    __slots__ = ("node", "kind", "src", "statement", "result")
+
+    def __init__(self, node: Any, kind: str, src: "Value", statement: Any) -> None:
+        self.node = node
+        self.kind = kind
+        self.src = src
+        self.statement = statement
+        self.result: "Optional[Value]" = None  # the new tensor made at the cut
+
+
+class Value:
+    __slots__ = (
+        "kind", "rg", "leaf", "probable", "view_of_leaf", "id", "deps", "cuts", "src", "items",
+        "params", "node", "is_param",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        rg: Optional[bool] = None,
+        leaf: Optional[bool] = None,
+        probable: bool = False,
+        view_of_leaf: bool = False,
+        deps: FrozenSet[int] = frozenset(),
+        cuts: FrozenSet[Cut] = frozenset(),
+        src: "Optional[Value]" = None,
+        items: "Tuple[Value, ...]" = (),
+        params: Optional[bool] = None,
+        node: Any = None,
+        is_param: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.rg = rg  # tensor: requires grad (True/False/None)
+        self.leaf = leaf  # tensor: is a graph leaf (True/False/None)
+        self.probable = probable  # rg inferred from a module call: parameters may be frozen
+        self.view_of_leaf = view_of_leaf  # a view of a leaf that requires grad
+        self.id = next(_ids)
+        # ids of the requires-grad values this value depends on differentiably (itself included)
+        self.deps = deps | {self.id} if rg else deps
+        self.cuts = cuts
+        self.src = src  # detached / ndarray / scalar: the graph value it was taken from
+        self.items = items
+        self.params = params  # module: has trainable parameters (True/False/None)
+        self.node = node  # function/class definitions
+        self.is_param = is_param  # a module parameter (loop variable of .parameters())
+
+    # convenience predicates --------------------------------------------------------------
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == TENSOR
+
+    @property
+    def leaf_requiring_grad(self) -> bool:
+        return self.kind == TENSOR and self.rg is True and self.leaf is True
+
+    @property
+    def requires_grad(self) -> bool:
+        return self.kind == TENSOR and self.rg is True
+
+    def __repr__(self) -> str:  # for debugging and test failure messages
+        bits = [self.kind]
+        if self.kind == TENSOR:
+            bits.append(f"rg={self.rg} leaf={self.leaf}")
+            if self.probable:
+                bits.append("probable")
+            if self.view_of_leaf:
+                bits.append("view_of_leaf")
+        if self.src is not None:
+            bits.append(f"src={self.src.id}")
+        if self.cuts:
+            bits.append(f"cuts={sorted(c.kind for c in self.cuts)}")
+        return f"<Value#{self.id} {' '.join(bits)}>"
+
+
+UNKNOWN_VALUE = Value(UNKNOWN)
+
+
+def tensor(**kw: Any) -> Value:
+    return Value(TENSOR, **kw)
+
+
+def plain_tensor(cuts: FrozenSet[Cut] = frozenset(), src: Optional[Value] = None) -> Value:
+    """A tensor that is not part of any graph (a leaf that does not require grad)."""
+    return Value(TENSOR, rg=False, leaf=True, cuts=cuts, src=src)
+
+
+def leaf_rg(cuts: FrozenSet[Cut] = frozenset(), is_param: bool = False) -> Value:
+    return Value(TENSOR, rg=True, leaf=True, cuts=cuts, is_param=is_param)

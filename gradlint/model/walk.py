@@ -1,0 +1,482 @@
+"""The single traversal: walks the libcst tree once, drives the model, and hands each node to
+the rules that asked for its type.
+
+This is the only place that walks the tree. It reads each node type's child fields once
+(skipping whitespace and punctuation) instead of going through libcst's visitor machinery,
+which rebuilds every node it visits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from gradlint.model import torchapi as api
+from gradlint.model.names import dotted
+from gradlint.model.state import Model, element_of
+from gradlint.model.values import CLASS, FUNCTION, UNKNOWN_VALUE, Value
+
+_SKIP_FIELD_PARTS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "lbracket",
+                     "rbracket", "lbrace", "rbrace", "leading_lines", "lines_after_decorators",
+                     "header", "footer", "newline", "equal", "dot", "arrow", "operator",
+                     "asynchronous", "star", "asname", "trailing_whitespace")
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _fields(t: type) -> Tuple[str, ...]:
+    f = _FIELDS.get(t)
+    if f is None:
+        names = []
+        for fl in dataclasses.fields(t):
+            n = fl.name
+            if any(p in n for p in _SKIP_FIELD_PARTS) and n not in ("operator_",):
+                continue
+            names.append(n)
+        f = _FIELDS[t] = tuple(names)
+    return f
+
+
+# Decorators known not to change grad mode.
+_NEUTRAL_DECORATORS = frozenset(
+    "staticmethod classmethod property abstractmethod wraps lru_cache cache cached_property "
+    "overload override contextmanager setter getter deleter dataclass".split()
+)
+_FUNCTION_BASES = ("Function", "InplaceFunction")
+_AUTOGRAD_FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
+
+
+class RuleError(Exception):
+    def __init__(self, rule: Any, exc: BaseException) -> None:
+        super().__init__(f"{rule.code}: {type(exc).__name__}: {exc}")
+        self.rule = rule
+        self.exc = exc
+
+
+class Walker:
+    def __init__(self, rules: List[Any]) -> None:
+        self.model = Model(self._emit)
+        self.rules = rules
+        self.visit: Dict[str, List[Callable[[Any], None]]] = {}
+        self.leave: Dict[str, List[Callable[[Any], None]]] = {}
+        self.events: Dict[str, List[Callable[..., None]]] = {}
+        for r in rules:
+            r.model = self.model
+            for attr in dir(type(r)):
+                if attr.startswith("visit_"):
+                    self.visit.setdefault(attr[6:], []).append(getattr(r, attr))
+                elif attr.startswith("leave_"):
+                    self.leave.setdefault(attr[6:], []).append(getattr(r, attr))
+                elif attr.startswith("on_"):
+                    self.events.setdefault(attr[3:], []).append(getattr(r, attr))
+        self.errors: List[RuleError] = []
+        self._special = {
+            cst.Module: self._module,
+            cst.SimpleStatementLine: self._simple_line,
+            cst.SimpleStatementSuite: self._simple_line,
+            cst.FunctionDef: self._function,
+            cst.ClassDef: self._class,
+            cst.If: self._if,
+            cst.For: self._for,
+            cst.While: self._while,
+            cst.Try: self._try,
+            cst.With: self._with,
+            cst.Lambda: self._lambda,
+            cst.ListComp: self._comp,
+            cst.SetComp: self._comp,
+            cst.GeneratorExp: self._comp,
+            cst.DictComp: self._comp,
+        }
+        if hasattr(cst, "TryStar"):
+            self._special[cst.TryStar] = self._try
+        if hasattr(cst, "Match"):
+            self._special[cst.Match] = self._match
+
+    # ------------------------------------------------------------------ dispatch
+    def _call(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # one rule's crash must not stop the others
+            self.errors.append(RuleError(fn.__self__, exc))  # type: ignore[attr-defined]
+
+    def _emit(self, event: str, args: Tuple[Any, ...]) -> None:
+        for fn in self.events.get(event, ()):
+            self._call(fn, *args)
+
+    def run(self, module: cst.Module) -> None:
+        self.walk(module)
+        self._emit("finish", ())
+
+    def walk(self, node: cst.CSTNode) -> None:
+        t = type(node)
+        name = t.__name__
+        handlers = self.visit.get(name)
+        if handlers:
+            for h in handlers:
+                self._call(h, node)
+        special = self._special.get(t)
+        if special is not None:
+            special(node)
+        else:
+            self.children(node)
+        handlers = self.leave.get(name)
+        if handlers:
+            for h in handlers:
+                self._call(h, node)
+
+    def children(self, node: cst.CSTNode, skip: Tuple[str, ...] = ()) -> None:
+        walk = self.walk
+        for f in _fields(type(node)):
+            if f in skip:
+                continue
+            child = getattr(node, f)
+            if child is None:
+                continue
+            if isinstance(child, cst.CSTNode):
+                walk(child)
+            elif isinstance(child, (tuple, list)):
+                for c in child:
+                    if isinstance(c, cst.CSTNode):
+                        walk(c)
+
+    def field(self, node: Any) -> None:
+        """Walk an optional child or a sequence of children."""
+        if node is None:
+            return
+        if isinstance(node, cst.CSTNode):
+            self.walk(node)
+        else:
+            for c in node:
+                self.walk(c)
+
+    # ------------------------------------------------------------------ statements
+    def _module(self, node: cst.Module) -> None:
+        self._block(node.body)
+
+    def _block(self, body: Any) -> bool:
+        """Walk a sequence of statements; True when it ends in return/raise/break/continue."""
+        stmts = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else body
+        model = self.model
+        for s in stmts:
+            prev = model.current_statement
+            model.current_statement = s
+            self.walk(s)
+            model.current_statement = prev
+        return _terminates(stmts)
+
+    def _simple_line(self, node: Any) -> None:
+        model = self.model
+        for small in node.body:
+            self.walk(small)
+            t = type(small)
+            try:
+                if t is cst.Assign:
+                    model.exec_assign(small)
+                elif t is cst.Expr:
+                    self._expr_statement(small)
+                elif t is cst.AugAssign:
+                    model.exec_aug_assign(small)
+                elif t is cst.AnnAssign:
+                    model.exec_ann_assign(small)
+                elif t is cst.Import:
+                    model.exec_import(small)
+                elif t is cst.ImportFrom:
+                    model.exec_import_from(small)
+                elif t is cst.Del:
+                    model.exec_del(small)
+                elif t is cst.Return and small.value is not None:
+                    model.value_of(small.value)
+                elif t in (cst.Global, cst.Nonlocal):
+                    for n in small.names:
+                        model.unbind(n.name.value)
+            except RecursionError:
+                raise
+            except Exception as exc:
+                self.errors.append(RuleError(_ModelAsRule, exc))
+
+    def _expr_statement(self, node: cst.Expr) -> None:
+        model = self.model
+        value = node.value
+        if isinstance(value, cst.Call):
+            q = model.qualname(value.func)
+            if q in api.SET_GRAD:
+                args = [a for a in value.args if a.keyword is None]
+                model.grad_enabled = _grad_flag(args[0].value if args else None)
+                return
+        model.exec_expr(node)
+
+    def _function(self, node: cst.FunctionDef) -> None:
+        model = self.model
+        for d in node.decorators:
+            self.walk(d)
+        self.field(node.params)
+        self.field(node.returns)
+        saved_env, saved_grad, saved_kind = model.snapshot(), model.grad_enabled, model.scope_kind
+        saved_loop = model.loop_depth
+        model.restore({})
+        model.grad_enabled = self._function_grad_mode(node)
+        model.scope_kind = "function"
+        model.loop_depth = 0
+        model.function_stack.append(node)
+        try:
+            self._block(node.body)
+        finally:
+            model.function_stack.pop()
+            model.restore(saved_env)
+            model.grad_enabled, model.scope_kind, model.loop_depth = saved_grad, saved_kind, saved_loop
+        model.bind_key(node.name.value, Value(FUNCTION, node=node))
+
+    def _function_grad_mode(self, node: cst.FunctionDef) -> Optional[bool]:
+        model = self.model
+        mode: Optional[bool] = True
+        for d in node.decorators:
+            expr = d.decorator
+            call_args = None
+            if isinstance(expr, cst.Call):
+                call_args = expr.args
+                expr = expr.func
+            q = model.qualname(expr)
+            if q in api.GRAD_OFF:
+                if q == "torch.inference_mode" and call_args and _grad_flag(call_args[0].value) is False:
+                    continue
+                mode = False
+            elif q in api.GRAD_ON:
+                mode = True
+            elif q in api.SET_GRAD:
+                mode = _grad_flag(call_args[0].value if call_args else None)
+            else:
+                last = (dotted(expr) or "").rsplit(".", 1)[-1]
+                if last in _NEUTRAL_DECORATORS:
+                    continue
+                low = last.lower()
+                if "grad" in low or "inference" in low or "differentiable" in low:
+                    mode = None
+        if mode is True and model.class_stack and node.name.value in _AUTOGRAD_FUNCTION_METHODS:
+            cls = model.class_stack[-1]
+            for b in cls.bases:
+                name = (dotted(b.value) or "").rsplit(".", 1)[-1]
+                if name.endswith(_FUNCTION_BASES):
+                    return False  # custom autograd.Function: forward/backward run with grad off
+        return mode
+
+    def _class(self, node: cst.ClassDef) -> None:
+        model = self.model
+        for d in node.decorators:
+            self.walk(d)
+        for b in node.bases:
+            self.walk(b)
+        is_module = False
+        for b in node.bases:
+            q = model.qualname(b.value)
+            if q in api.MODULE_BASES or (q or "").startswith("torch.nn."):
+                is_module = True
+            else:
+                base = model.value_of(b.value)
+                if base.kind == CLASS and base.params:
+                    is_module = True
+        saved_env, saved_kind = model.snapshot(), model.scope_kind
+        model.restore({})
+        model.scope_kind = "class"
+        model.class_stack.append(node)
+        try:
+            self._block(node.body)
+        finally:
+            model.class_stack.pop()
+            model.restore(saved_env)
+            model.scope_kind = saved_kind
+        model.bind_key(node.name.value, Value(CLASS, node=node, params=is_module or None))
+
+    def _if(self, node: cst.If) -> None:
+        model = self.model
+        self.walk(node.test)
+        model.value_of(node.test)
+        before = model.snapshot()
+        ends: List[Any] = []
+        if not self._block(node.body):
+            ends.append(model.env)
+        model.restore(dict(before))
+        orelse = node.orelse
+        if orelse is None:
+            ends.append(model.env)
+        else:
+            prev = model.current_statement
+            if isinstance(orelse, cst.If):
+                model.current_statement = orelse
+                self.walk(orelse)
+                ends.append(model.env)
+            else:
+                if not self._block(orelse.body):
+                    ends.append(model.env)
+            model.current_statement = prev
+        model.restore(Model.join(ends) if ends else before)
+
+    def _loop_body(self, body: Any, orelse: Any) -> None:
+        model = self.model
+        before = model.snapshot()
+        model.loop_depth += 1
+        self._block(body)
+        model.loop_depth -= 1
+        # the body runs zero or more times: keep what both paths agree on
+        model.restore(Model.join([before, model.env]))
+        if orelse is not None:
+            self._block(orelse.body)
+
+    def _for(self, node: cst.For) -> None:
+        model = self.model
+        self.walk(node.iter)
+        it = model.value_of(node.iter)
+        self.walk(node.target)
+        model.bind_target(node.target, element_of(it))
+        self._loop_body(node.body, node.orelse)
+
+    def _while(self, node: cst.While) -> None:
+        self.walk(node.test)
+        self.model.value_of(node.test)
+        self._loop_body(node.body, node.orelse)
+
+    def _try(self, node: Any) -> None:
+        model = self.model
+        before = model.snapshot()
+        body_ends = self._block(node.body)
+        after_body = model.env
+        ends: List[Any] = []
+        for h in node.handlers:
+            model.restore(Model.join([before, after_body]))
+            prev = model.current_statement
+            model.current_statement = h
+            self.field(h.type)
+            if h.name is not None:
+                model.bind_target(h.name.name, UNKNOWN_VALUE)
+            terminated = self._block(h.body)
+            model.current_statement = prev
+            if not terminated:
+                ends.append(model.env)
+        model.restore(after_body)
+        if node.orelse is not None:
+            body_ends = self._block(node.orelse.body)
+        if not body_ends:
+            ends.insert(0, model.env)
+        model.restore(Model.join(ends) if ends else Model.join([before, after_body]))
+        if node.finalbody is not None:
+            self._block(node.finalbody.body)
+
+    def _match(self, node: Any) -> None:
+        model = self.model
+        self.walk(node.subject)
+        before = model.snapshot()
+        ends: List[Any] = []
+        for case in node.cases:
+            model.restore(dict(before))
+            prev = model.current_statement
+            model.current_statement = case
+            self.children(case, skip=("body",))
+            if not self._block(case.body):
+                ends.append(model.env)
+            model.current_statement = prev
+        ends.append(before)
+        model.restore(Model.join(ends))
+
+    def _with(self, node: cst.With) -> None:
+        model = self.model
+        saved = model.grad_enabled
+        for item in node.items:
+            self.walk(item.item)
+            mode = self._context_grad_mode(item.item)
+            if mode != "keep":
+                model.grad_enabled = mode  # type: ignore[assignment]
+            else:
+                model.value_of(item.item)
+            if item.asname is not None:
+                self.walk(item.asname.name)
+                model.bind_target(item.asname.name, UNKNOWN_VALUE)
+        try:
+            self._block(node.body)
+        finally:
+            model.grad_enabled = saved
+
+    def _context_grad_mode(self, expr: cst.BaseExpression) -> Any:
+        model = self.model
+        args = None
+        if isinstance(expr, cst.Call):
+            args = [a for a in expr.args if a.keyword is None or a.keyword.value == "mode"]
+            func = expr.func
+        else:
+            func = expr
+        q = model.qualname(func)
+        if q in api.GRAD_OFF:
+            if q == "torch.inference_mode" and args:
+                flag = _grad_flag(args[0].value)
+                # inference_mode(False) leaves grad mode alone; a variable: unknown
+                return "keep" if flag is False else (False if flag else None)
+            return False
+        if q in api.GRAD_ON:
+            return True
+        if q in api.SET_GRAD:
+            return _grad_flag(args[0].value if args else None)
+        if q is None:
+            last = ((dotted(func) or "").rsplit(".", 1)[-1]).lower()
+            if "grad" in last or "inference" in last:
+                return None
+        return "keep"
+
+    # ------------------------------------------------------------------ expressions with scopes
+    def _lambda(self, node: cst.Lambda) -> None:
+        model = self.model
+        saved = model.snapshot()
+        self.walk(node.params)
+        for p in _param_names(node.params):
+            model.unbind(p)
+        self.walk(node.body)
+        model.restore(saved)
+
+    def _comp(self, node: Any) -> None:
+        model = self.model
+        saved = model.snapshot()
+        comp = node.for_in
+        while comp is not None:
+            self.walk(comp.iter)
+            it = model.value_of(comp.iter)
+            self.walk(comp.target)
+            model.bind_target(comp.target, element_of(it))
+            for cond in comp.ifs:
+                self.walk(cond)
+            comp = comp.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self.walk(node.key)
+            self.walk(node.value)
+        else:
+            self.walk(node.elt)
+        model.restore(saved)
+
+
+class _ModelAsRule:
+    code = "model"
+
+
+def _param_names(params: cst.Parameters) -> List[str]:
+    out = []
+    for p in list(params.params) + list(params.kwonly_params) + list(getattr(params, "posonly_params", ())):
+        out.append(p.name.value)
+    for p in (params.star_arg, params.star_kwarg):
+        if isinstance(p, cst.Param):
+            out.append(p.name.value)
+    return out
+
+
+def _grad_flag(node: Optional[cst.BaseExpression]) -> Optional[bool]:
+    if isinstance(node, cst.Name):
+        if node.value == "True":
+            return True
+        if node.value == "False":
+            return False
+    return None
+
+
+def _terminates(stmts: Any) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
+    return False

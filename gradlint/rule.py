@@ -1,0 +1,264 @@
+"""Rules, findings and the registry.
+
+A rule is one self-contained class in ``rules/`` (installed as ``gradlint.rules``): its
+metadata, its documentation (the class docstring) and its visit logic. Rules receive nodes from
+the single traversal (``gradlint.model.walk``) through methods named ``visit_<NodeType>`` and
+``leave_<NodeType>``, and model events through ``on_<event>`` methods (see
+``gradlint.model.state.Model``). They ask the model what names hold; they keep no flow state.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import inspect
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type
+
+DOCS_URL = "https://github.com/gradlint/gradlint/blob/main/docs/rules.md#{anchor}"
+
+
+class Severity(str, enum.Enum):
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return 1 if self is Severity.WARNING else 2
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``[start, end)`` (character offsets in the decoded source) with ``text``."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    edits: Tuple[Edit, ...]
+    safe: bool = True
+    description: str = ""
+
+
+@dataclass
+class Finding:
+    """One diagnostic. Errors are data: reporters, suppressions and caches only see these."""
+
+    path: str
+    line: int  # 1-based
+    column: int  # 1-based
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    hint: str = ""
+    fixable: bool = False
+    url: str = ""
+    source_line: str = ""
+    # first line of the enclosing statement (for noqa on multi-line statements)
+    statement_line: int = 0
+    fix: Optional[Fix] = field(default=None, compare=False, repr=False)
+
+    def sort_key(self) -> Tuple[Any, ...]:
+        return (self.path, self.line, self.column, self.code, self.message)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "message": self.message,
+            "hint": self.hint,
+            "fixable": self.fixable,
+            "url": self.url,
+        }
+
+
+class Rule:
+    """Base class of every rule.
+
+    Subclasses set ``code``, ``name`` (kebab-case), ``severity``, ``message`` (a ``str.format``
+    template), ``hint`` (one line: what to do instead) and write their documentation as the class
+    docstring with the sections What it does / Why is this bad / Example / Use instead /
+    References (and Fix safety when they fix).
+    """
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.ERROR
+    message: ClassVar[str] = ""
+    hint: ClassVar[str] = ""
+    fixable: ClassVar[bool] = False
+    # rules in the opinionated band are off unless selected explicitly
+    default_enabled: ClassVar[bool] = True
+
+    def __init__(self, model: Any, sink: "List[Tuple[Rule, Any, Dict[str, Any]]]") -> None:
+        self.model = model
+        self._sink = sink
+
+    def report(
+        self,
+        node: Any,
+        *,
+        severity: Optional[Severity] = None,
+        fix: Optional[Fix] = None,
+        **message_args: Any,
+    ) -> None:
+        """Record a finding at ``node`` (a libcst node). Positions are computed later, and only
+        for files that have findings."""
+        self._sink.append(
+            (
+                self,
+                node,
+                {
+                    "args": message_args,
+                    "severity": severity,
+                    "fix": fix,
+                    "statement": self.model.current_statement,
+                },
+            )
+        )
+
+    # -- metadata helpers -------------------------------------------------------------------
+    @classmethod
+    def docs(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = cls.docs()
+        m = re.search(r"## What it does\s*\n(.+?)(?:\n\s*\n|\Z)", doc, re.S)
+        text = " ".join((m.group(1) if m else doc.split("\n\n", 1)[0]).split())
+        # the first sentence
+        cut = re.search(r"[.:](\s|$)", text)
+        return text[: cut.start() + 1].rstrip(":") + ("" if text[cut.start()] == "." else ".") if cut else text
+
+    @classmethod
+    def url(cls) -> str:
+        return DOCS_URL.format(anchor=f"{cls.code}-{cls.name}".lower())
+
+
+class _BuiltinRule(Rule):
+    """Findings the engine itself produces (not visit-based)."""
+
+
+class SyntaxErrorRule(_BuiltinRule):
+    """
+    ## What it does
+    Reports a file that cannot be decoded or parsed.
+
+    ## Why is this bad
+    gradlint cannot check a file it cannot parse; neither can Python run it. The message is the
+    parser's (or the decoder's), with its position.
+
+    ## Example
+    ```python
+    def f(:
+        pass
+    ```
+
+    ## Use instead
+    Fix the syntax error, or exclude the file (`exclude` in `[tool.gradlint]`).
+
+    ## References
+    - https://docs.python.org/3/reference/grammar.html
+    """
+
+    code = "GL000"
+    name = "syntax-error"
+    severity = Severity.ERROR
+    message = "{detail}"
+    hint = "fix the syntax or encoding error, or exclude the file"
+
+
+class InternalErrorRule(_BuiltinRule):
+    """
+    ## What it does
+    Reports that gradlint itself failed on a file (a rule or the model crashed).
+
+    ## Why is this bad
+    A crash in one rule must not hide the findings of the others or stop the run; the file's
+    other findings are still reported. Please report the message to the gradlint maintainers.
+
+    ## Example
+    (none: this is a bug in gradlint, not in your code)
+
+    ## Use instead
+    Exclude the file or ignore `GL001` until the bug is fixed.
+
+    ## References
+    - the project's issue tracker
+    """
+
+    code = "GL001"
+    name = "internal-error"
+    severity = Severity.ERROR
+    message = "internal error in {where}: {detail}"
+    hint = "this is a gradlint bug; please report it"
+
+
+_REGISTRY: Optional[Dict[str, Type[Rule]]] = None
+
+
+def registry() -> Dict[str, Type[Rule]]:
+    """code -> rule class, for the built-in pseudo-rules and every rule module in
+    ``gradlint.rules``. Imported once per process."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        import gradlint.rules as pkg
+
+        found: Dict[str, Type[Rule]] = {
+            SyntaxErrorRule.code: SyntaxErrorRule,
+            InternalErrorRule.code: InternalErrorRule,
+        }
+        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+            if info.name.startswith("_"):
+                continue
+            mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+            for obj in vars(mod).values():
+                if (
+                    isinstance(obj, type)
+                    and issubclass(obj, Rule)
+                    and obj.__module__ == mod.__name__
+                    and obj.code
+                ):
+                    if obj.code in found:
+                        raise RuntimeError(f"duplicate rule code {obj.code}")
+                    found[obj.code] = obj
+        _REGISTRY = dict(sorted(found.items()))
+    return _REGISTRY
+
+
+def visit_rules() -> Dict[str, Type[Rule]]:
+    """The rules that take part in the traversal (everything but the engine's own codes)."""
+    return {c: r for c, r in registry().items() if not issubclass(r, _BuiltinRule)}
+
+
+CODE_RE = re.compile(r"^GL\d{0,3}$|^ALL$")
+
+
+def expand_selector(selector: str) -> List[str]:
+    """``GL101`` -> [GL101]; ``GL1`` -> every GL1xx; ``ALL`` -> everything. Raises ValueError
+    for something that selects nothing."""
+    sel = selector.strip().upper()
+    codes = list(registry())
+    if sel == "ALL":
+        return codes
+    if not CODE_RE.match(sel):
+        raise ValueError(f"invalid rule selector {selector!r} (expected a code like GL101, a prefix like GL1, or ALL)")
+    matched = [c for c in codes if c.startswith(sel)]
+    if not matched:
+        raise ValueError(f"unknown rule code {selector!r}")
+    return matched

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from gradlint.model import torchapi as api
+from gradlint.model.names import dotted
+from gradlint.rule import Rule, Severity
+
+_AUG_OPS = {
+    cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
+    cst.DivideAssign: "/=", cst.FloorDivideAssign: "//=", cst.ModuloAssign: "%=",
+    cst.PowerAssign: "**=", cst.BitAndAssign: "&=", cst.BitOrAssign: "|=",
+    cst.BitXorAssign: "^=", cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
+}
+
+
+def _name(node: cst.BaseExpression) -> str:
+    d = dotted(node)
+    if d is not None:
+        return d
+    if isinstance(node, cst.Subscript):
+        return _name(node.value) + "[...]"
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return _name(node.func.value) + f".{node.func.attr.value}(...)"
+    return "tensor"
+
+
+class InplaceOnLeaf(Rule):
+    """
+    ## What it does
+    Finds an in-place operation on a leaf tensor that requires grad (or on a view of one)
+    while grad mode is on.
+    That is any `Tensor.*_` method (`add_`, `zero_`, `copy_`, `clamp_`,
+    `normal_`, ...), augmented assignment (`x += ...`, `w -= lr * w.grad`), and item or slice
+    assignment (`x[0] = ...`, `x[:2] *= 2`), including on the loop variable of
+    `for p in model.parameters()`.
+
+    ## Why is this bad
+    torch refuses it at that line: `RuntimeError: a leaf Variable that requires grad is being
+    used in an in-place operation.` (or `a view of a leaf Variable ...` for `x[0] = ...`). The
+    in-place write would overwrite the value autograd needs, so the manual SGD step
+    `w -= lr * w.grad` written outside `torch.no_grad()` crashes on its first iteration.
+
+    It does not fire under `torch.no_grad()`, `torch.inference_mode()`, a `@torch.no_grad()`
+    function, or in the `forward`/`backward` of a custom `autograd.Function` (grad mode is off
+    there); nor for `torch.nn.init.*` functions (they run under `no_grad` internally), writes
+    through `.data`, `x.grad.zero_()`, or a tensor that does not require grad.
+
+    ## Example
+    ```python
+    w = torch.randn(3, requires_grad=True)
+    loss = (w * x).sum()
+    loss.backward()
+    w -= 0.1 * w.grad          # RuntimeError
+    ```
+
+    ## Use instead
+    ```python
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+    w.grad = None
+    ```
+    or an out-of-place op (`y = x + 1`) when you want a new value in the graph.
+
+    ## References
+    - https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd
+    - https://pytorch.org/docs/stable/generated/torch.no_grad.html
+    """
+
+    code = "GL101"
+    name = "inplace-on-leaf"
+    severity = Severity.ERROR
+    message = "in-place {op} on `{target}`, {what} that requires grad: torch raises RuntimeError here"
+    hint = "do the update under `with torch.no_grad():`, or use an out-of-place op (`y = x + 1`)"
+
+    def _check(self, node: cst.CSTNode, receiver: cst.BaseExpression, op: str, view: bool = False,
+               shown: str = "") -> None:
+        model = self.model
+        if model.grad_enabled is not True:
+            return
+        v = model.value_of(receiver)
+        if v.leaf_requiring_grad:
+            what = "a view of a leaf tensor" if view else "a leaf tensor"
+        elif v.kind == "tensor" and v.view_of_leaf:
+            what = "a view of a leaf tensor"
+        else:
+            return
+        self.report(node, op=op, target=shown or _name(receiver), what=what)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        attr = func.attr.value
+        if not attr.endswith("_") or attr.startswith("_") or attr in api.NOT_INPLACE:
+            return
+        if self.model.qualname(func) is not None:
+            return  # a module-level function such as torch.nn.init.normal_
+        self._check(node, func.value, f"`.{attr}()`")
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        op = _AUG_OPS.get(type(node.operator))
+        if op is None:
+            return
+        target = node.target
+        if isinstance(target, cst.Subscript):
+            self._subscript(node, target, f"`{op}`")
+        else:
+            self._check(node, target, f"`{op}`")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Subscript):
+                self._subscript(node, t.target, "item assignment")
+
+    def _subscript(self, node: cst.CSTNode, target: cst.Subscript, op: str) -> None:
+        # x[...] = v writes into x (basic or advanced indexing alike)
+        self._check(node, target.value, op, view=True, shown=_name(target))

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+from typing import Any, List
+
+import libcst as cst
+
+from gradlint.model import torchapi as api
+from gradlint.rule import Rule, Severity
+
+_NUMPY_CUT = frozenset({"numpy"})
+
+
+class NumpyOnGraphTensor(Rule):
+    """
+    ## What it does
+    Finds tensors that require grad taken through NumPy, in two forms.
+
+    1. `.numpy()`, `np.asarray(t)`, `np.array(t)` (also after `.cpu()`) on a tensor that requires
+       grad: a leaf created with `requires_grad=True`, an `nn.Parameter`, or the result of
+       operations on those with grad mode on (or of calling a module, reported as a warning
+       because its parameters might be frozen).
+    2. The round trip `torch.from_numpy(f(h.detach().numpy()))` / `torch.tensor(ndarray)` whose
+       result flows into a value that is back-propagated, while `h` itself does not reach that
+       value through the graph.
+
+    ## Why is this bad
+    1. torch raises at once: `RuntimeError: Can't call numpy() on Tensor that requires grad.
+       Use tensor.detach().numpy() instead.`
+    2. Silently wrong: the tensor rebuilt from NumPy has no history, so `backward()` stops there
+       and everything that produced `h` gets `grad=None` (it is never trained), while the
+       layers after the break train normally.
+
+    Not reported: `.detach().numpy()` for logging or metrics, `.numpy(force=True)`, tensors
+    computed under `torch.no_grad()`, and targets or masks computed in NumPy from a prediction
+    that itself reaches the loss (`loss = criterion(pred, torch.from_numpy(f(pred.detach()...)))`:
+    the gradient reaches `pred` through its own path).
+
+    ## Example
+    ```python
+    h = layer1(x)
+    z = torch.from_numpy(np.tanh(h.detach().numpy()))
+    loss = layer2(z).sum()
+    loss.backward()            # layer1.weight.grad is None
+    ```
+
+    ## Use instead
+    ```python
+    z = torch.tanh(h)          # stay in torch: the gradient flows back to layer1
+    ```
+    and `t.detach().cpu().numpy()` only where the value leaves the computation for good.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.numpy.html
+    - https://pytorch.org/docs/stable/generated/torch.from_numpy.html
+    """
+
+    code = "GL201"
+    name = "numpy-on-graph-tensor"
+    severity = Severity.ERROR
+    message = "{what}"
+    hint = "stay in torch (use torch ops) while the gradient is needed; call `.detach()` only where the value leaves the graph for good"
+
+    def __init__(self, model: Any, sink: Any) -> None:
+        super().__init__(model, sink)
+        self._pending: List[Any] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        model = self.model
+        q = model.qualname(func)
+        if q is None and isinstance(func, cst.Attribute) and func.attr.value == "numpy":
+            for a in node.args:
+                if a.keyword is not None and a.keyword.value == "force":
+                    return
+            v = model.value_of(func.value)
+            call = "`.numpy()`"
+        elif q in api.NUMPY_FROM_TENSOR and node.args and node.args[0].keyword is None:
+            v = model.value_of(node.args[0].value)
+            call = f"`{q.replace('numpy.', 'np.')}()`"
+        else:
+            return
+        if not v.requires_grad:
+            return
+        self.report(
+            node,
+            what=f"{call} on a tensor that requires grad: torch raises RuntimeError here; use `.detach()` first",
+            severity=Severity.WARNING if v.probable else None,
+        )
+
+    def on_backward(self, node: Any, value: Any) -> None:
+        for cut in self.model.lost_cuts(value, _NUMPY_CUT):
+            self._pending.append((cut, value.rg is False))
+
+    def on_finish(self) -> None:
+        model = self.model
+        for cut, nothing_left in self._pending:
+            if cut.src.id in model.backwarded:
+                continue  # the source is back-propagated on its own (a split backward)
+            effect = (
+                "backward() raises (nothing after this point requires grad)"
+                if nothing_left
+                else "the gradient silently stops here (what produced the source gets grad=None)"
+            )
+            self.report(
+                cut.node,
+                what="tensor rebuilt from NumPy data of a tensor that requires grad, then back-propagated: " + effect,
+                severity=Severity.WARNING if cut.src.probable else None,
+            )

@@ -1,0 +1,64 @@
+"""Reads the rule fixtures: their inline expectations and their runnable examples."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+MARKER = re.compile(r"#\s*(error|warning):\s*(GL\d{3}(?:\s*,\s*GL\d{3})*)")
+
+
+def fixture_files() -> List[Path]:
+    return sorted(FIXTURES.glob("GL*.py"))
+
+
+def expectations(path: Path) -> Set[Tuple[int, str, str]]:
+    """{(line, code, severity)} from the inline markers."""
+    out = set()
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = MARKER.search(line)
+        if m:
+            for code in re.split(r"\s*,\s*", m.group(2)):
+                out.add((i, code, m.group(1)))
+    return out
+
+
+@dataclass
+class Example:
+    path: Path
+    name: str
+    first: int
+    last: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.stem}::{self.name}"
+
+
+def examples(path: Path) -> List[Example]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith(("bad_", "good_")):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            out.append(Example(path, node.name, first, node.end_lineno or node.lineno))
+    return out
+
+
+_modules: Dict[Path, object] = {}
+
+
+def load(path: Path) -> object:
+    if path not in _modules:
+        spec = importlib.util.spec_from_file_location(f"gradlint_fixture_{path.stem}", path)
+        mod = importlib.util.module_from_spec(spec)
+        assert spec.loader is not None
+        spec.loader.exec_module(mod)
+        _modules[path] = mod
+    return _modules[path]
