@@ -74,7 +74,9 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, exit_zero,
         if fail_on:
             settings.fail_on = Severity(fail_on)
         selected = settings.selected_codes()
-        findings, files_checked = _run(paths or (".",), settings, selected, jobs, stdin_filename)
+        if not paths:  # `--stdin-filename NAME` alone reads stdin (as in ruff)
+            paths = ("-",) if stdin_filename else (".",)
+        findings, files_checked = _run(paths, settings, selected, jobs, stdin_filename)
     except ConfigError as exc:
         raise _Fail(str(exc)) from None
     except KeyboardInterrupt:  # pragma: no cover
@@ -99,7 +101,7 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, exit_zero,
 def _run(paths, settings, selected, jobs, stdin_filename):
     from gradlint.config import ConfigError
     from gradlint.discovery import discover
-    from gradlint.engine import Options, Task, lint_bytes, lint_tasks
+    from gradlint.engine import Options, Task, lint_data, lint_tasks
 
     severity = tuple(sorted((c, s.value) for c, s in settings.severity.items()))
     if "-" in paths:
@@ -108,7 +110,7 @@ def _run(paths, settings, selected, jobs, stdin_filename):
         name = stdin_filename or "-"
         data = sys.stdin.buffer.read()
         codes = settings.codes_for(name, selected) if stdin_filename else selected
-        return lint_bytes(name, data, Options(codes=codes, severity=severity)), 1
+        return lint_data(name, data, Options(codes=codes, severity=severity)), 1
     files = discover(paths, settings)
     tasks = [Task(f, f, Options(codes=settings.codes_for(f, selected), severity=severity)) for f in files]
     n = jobs or os.cpu_count() or 1

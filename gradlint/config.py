@@ -145,8 +145,16 @@ def find_config(start: Path) -> Optional[Path]:
         p = parent / "pyproject.toml"
         if p.is_file():
             try:
-                data = tomllib.loads(p.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                raw = p.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            try:
+                data = tomllib.loads(raw)
+            except tomllib.TOMLDecodeError:
+                # a broken file that seems meant for us is reported (by load_settings), not
+                # silently skipped in favour of a config further up
+                if "gradlint" in raw:
+                    return p
                 continue
             if isinstance(data.get("tool"), dict) and "gradlint" in data["tool"]:
                 return p

@@ -22,7 +22,7 @@ def discover(paths: Iterable[str], settings: Settings) -> List[str]:
         if not p.exists():
             raise ConfigError(f"path not found: {raw}")
         if p.is_file():
-            candidates = [raw] if not settings.is_excluded(raw) else []
+            candidates = [] if settings.is_excluded(raw) or _in_excluded_dir(raw, settings) else [raw]
         else:
             candidates = _walk(raw, settings)
         for c in candidates:
@@ -31,6 +31,23 @@ def discover(paths: Iterable[str], settings: Settings) -> List[str]:
                 seen.add(key)
                 out.append(c)
     return out
+
+
+def _in_excluded_dir(path: str, settings: Settings) -> bool:
+    """Whether a directory between the configuration root and ``path`` is excluded, so that
+    ``vendor/x.py`` given explicitly (say by a pre-commit hook) is skipped under an ``exclude``
+    of ``vendor``, as a walk of the project would skip it. Directories above the root (where
+    the project happens to be checked out) never count."""
+    try:
+        rel = Path(path).resolve().relative_to(settings.root.resolve())
+    except (ValueError, OSError):
+        return False
+    d = settings.root.resolve()
+    for part in rel.parts[:-1]:
+        d = d / part
+        if settings.is_excluded(str(d)):
+            return True
+    return False
 
 
 def _walk(top: str, settings: Settings) -> List[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import os
+import re
 import sys
 import tokenize
 import warnings
@@ -75,7 +76,12 @@ def lint_bytes(display: str, data: bytes, options: Options) -> List[Finding]:
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
         if SyntaxErrorRule.code not in codes:
             return []
-        return [_finding(SyntaxErrorRule, display, 1, 1, f"cannot decode file: {exc}")]
+        line = col = 1
+        if isinstance(exc, UnicodeDecodeError):
+            before = data[: exc.start]
+            line = before.count(b"\n") + 1
+            col = exc.start - (before.rfind(b"\n") + 1) + 1
+        return [_finding(SyntaxErrorRule, display, line, col, f"cannot decode file: {exc}")]
     return lint_text(display, text, options)
 
 
@@ -87,7 +93,8 @@ def lint_text(display: str, text: str, options: Options) -> List[Finding]:
         if SyntaxErrorRule.code in codes:
             err = _compile_error(text)
             if err is not None:
-                return [_finding(SyntaxErrorRule, display, err[0], err[1], err[2])]
+                return [_finding(SyntaxErrorRule, display, err[0], err[1], err[2],
+                                 source_line=_line(text, err[0]))]
         return []
     import libcst as cst
 
@@ -96,14 +103,30 @@ def lint_text(display: str, text: str, options: Options) -> List[Finding]:
     except cst.ParserSyntaxError as exc:
         if SyntaxErrorRule.code not in codes:
             return []
-        line, col = exc.raw_line, exc.raw_column + 1
-        return [_finding(SyntaxErrorRule, display, line, col, f"syntax error: {exc.message}",
-                         source_line=_line(text, line))]
+        # Python's own message and position when Python rejects the file too (familiar, and
+        # more precise); libcst's when only libcst does (syntax newer than it supports)
+        err = _compile_error(text)
+        if err is None:
+            line, col, message = _parser_position(exc)
+            err = (line, col, f"syntax error (libcst): {message}")
+        return [_finding(SyntaxErrorRule, display, err[0], err[1], err[2], source_line=_line(text, err[0]))]
     except (RecursionError, MemoryError) as exc:
         return _internal(display, codes, "parser", exc)
     if not rules:
         return []
     return _run_rules(display, text, module, rules, options)
+
+
+_AT = re.compile(r"^(?:parser error: )?error at (\d+):(\d+): ")
+
+
+def _parser_position(exc: Any) -> Tuple[int, int, str]:
+    """libcst's native parser puts the accurate position in its message ("error at L:C")."""
+    message = str(exc.message)
+    m = _AT.match(message)
+    if m:
+        return int(m.group(1)), int(m.group(2)), message[m.end():]
+    return exc.raw_line, exc.raw_column + 1, message
 
 
 def _compile_error(text: str) -> Optional[Tuple[int, int, str]]:
@@ -143,6 +166,12 @@ def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], o
         return _internal(display, options.codes, "the model (nesting too deep)", exc)
     except Exception as exc:  # the model itself failed: report it, keep the run going
         return _internal(display, options.codes, "the model", exc)
+    if sink:
+        # a finding made under an assumed "grad on" inside a function that this module calls
+        # with grad off is not trustworthy
+        off = walker.model.grad_off_functions()
+        if off:
+            sink = [e for e in sink if not any(name in off for name in e[2]["assumed"])]
     findings: List[Finding] = []
     for err in walker.errors:
         findings.extend(_internal(display, options.codes, f"rule {err.rule.code}", err.exc))
@@ -206,12 +235,17 @@ def lint_task(task: Task) -> List[Finding]:
         if SyntaxErrorRule.code not in task.options.codes:
             return []
         return [_finding(SyntaxErrorRule, task.display, 1, 1, f"cannot read file: {exc.strerror or exc}")]
+    return lint_data(task.display, data, task.options)
+
+
+def lint_data(display: str, data: bytes, options: Options) -> List[Finding]:
+    """``lint_bytes`` that turns any crash into a GL001 finding (never a traceback)."""
     try:
-        return lint_bytes(task.display, data, task.options)
+        return lint_bytes(display, data, options)
     except RecursionError as exc:
-        return _internal(task.display, task.options.codes, "gradlint", exc)
-    except Exception as exc:  # never a traceback for one bad file
-        return _internal(task.display, task.options.codes, "gradlint", exc)
+        return _internal(display, options.codes, "gradlint", exc)
+    except Exception as exc:
+        return _internal(display, options.codes, "gradlint", exc)
 
 
 def _lint_batch(tasks: Sequence[Task]) -> List[Finding]:

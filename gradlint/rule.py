@@ -127,6 +127,7 @@ class Rule:
                     "severity": severity,
                     "fix": fix,
                     "statement": self.model.current_statement,
+                    "assumed": self.model.assumed_chain(),
                 },
             )
         )

@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional
 from gradlint.rule import Finding
 
 NOQA_RE = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
+    r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
 SKIP_FILE_RE = re.compile(rb"#\s*gradlint:\s*skip-file\b")
 SKIP_FILE_LINES = 20  # "near the top": within the first lines of the file
@@ -29,10 +29,12 @@ def noqa_map(text: str) -> Dict[int, FrozenSet[str]]:
     out: Dict[int, FrozenSet[str]] = {}
     if "noqa" not in text.lower():
         return out
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    tokens = []
+    try:  # keep the comments seen before a tokenizer error
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            tokens.append(tok)
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        tokens = []
+        pass
     for tok in tokens:
         if tok.type != tokenize.COMMENT:
             continue

@@ -59,6 +59,11 @@ class Model:
         self.imports = ImportMap()
         self.env: Env = {}
         self.grad_enabled: Optional[bool] = True
+        # True while grad mode is on only by assumption (a function body without decorators or
+        # an explicit context): its callers decide
+        self.grad_assumed = False
+        # callee name -> [(enclosing function name or None, "off" | "assumed" | "on")]
+        self.calls: Dict[str, List[Tuple[Optional[str], str]]] = {}
         self.current_statement: Any = None
         self.scope_kind: str = "module"  # module | function | class
         self.class_stack: List[cst.ClassDef] = []
@@ -416,6 +421,11 @@ class Model:
     # ------------------------------------------------------------------ calls
     def _eval_call(self, node: cst.Call) -> Value:
         func = node.func
+        callee = func.value if isinstance(func, cst.Name) else (func.attr.value if isinstance(func, cst.Attribute) else None)
+        if callee is not None:
+            mode = "off" if self.grad_enabled is not True else ("assumed" if self.grad_assumed else "on")
+            caller = self.function_stack[-1].name.value if self.function_stack else None
+            self.calls.setdefault(callee, []).append((caller, mode))
         arg_values = [self.value_of(a.value) for a in node.args]
         q = self.qualname(func)
         if q is not None:
@@ -562,7 +572,11 @@ class Model:
         if attr == "detach" or attr == "detach_":
             if kind == TENSOR:
                 src = receiver if receiver.rg else receiver.src
-                return plain_tensor(cuts=receiver.cuts, src=src)
+                out = plain_tensor(cuts=receiver.cuts, src=src)
+                key = dotted(node.func.value) if attr == "detach_" else None  # type: ignore[attr-defined]
+                if key is not None:
+                    self.bind_key(key, out)
+                return out
             if kind == UNKNOWN:
                 return Value(TENSOR, rg=False, leaf=True)
             return UNKNOWN_VALUE
@@ -605,6 +619,25 @@ class Model:
             return plain_tensor()
         self._escape([receiver])  # retain_grad(), register_hook(), ...
         return UNKNOWN_VALUE
+
+    def assumed_chain(self) -> Tuple[str, ...]:
+        """The enclosing functions, when the current grad mode is only assumed to be on."""
+        if not self.grad_assumed:
+            return ()
+        return tuple(f.name.value for f in self.function_stack)
+
+    def grad_off_functions(self) -> set:
+        """Names of functions of this module that are called with grad mode off (or unknown),
+        directly or through functions that are: their bodies' "grad on" was a wrong guess."""
+        off = {name for name, sites in self.calls.items() if any(m == "off" for _, m in sites)}
+        changed = True
+        while changed:
+            changed = False
+            for name, sites in self.calls.items():
+                if name not in off and any(m == "assumed" and c in off for c, m in sites):
+                    off.add(name)
+                    changed = True
+        return off
 
     # ------------------------------------------------------------------ events
     @staticmethod

@@ -67,7 +67,12 @@ TENSOR_ATTRS_META = frozenset(
 )
 
 # In-place methods (ending in ``_``) that do not write the tensor's data.
-NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream_"})
+# (detach_ only changes autograd metadata and is allowed on a leaf; resize_ raises a different
+# error; rename_/names_ change dimension names)
+NOT_INPLACE = frozenset(
+    {"requires_grad_", "share_memory_", "retain_grad_", "record_stream_", "detach_", "resize_",
+     "resize_as_", "rename_", "names_", "set_"}
+)
 
 # torch.* and torch.nn.functional.* functions that return one differentiable tensor.
 DIFF_FUNCS = frozenset(

@@ -203,6 +203,7 @@ class Walker:
             if q in api.SET_GRAD:
                 args = [a for a in value.args if a.keyword is None]
                 model.grad_enabled = _grad_flag(args[0].value if args else None)
+                model.grad_assumed = False
                 return
         model.exec_expr(node)
 
@@ -213,9 +214,9 @@ class Walker:
         self.field(node.params)
         self.field(node.returns)
         saved_env, saved_grad, saved_kind = model.snapshot(), model.grad_enabled, model.scope_kind
-        saved_loop = model.loop_depth
+        saved_loop, saved_assumed = model.loop_depth, model.grad_assumed
         model.restore({})
-        model.grad_enabled = self._function_grad_mode(node)
+        model.grad_enabled, model.grad_assumed = self._function_grad_mode(node)
         model.scope_kind = "function"
         model.loop_depth = 0
         model.function_stack.append(node)
@@ -225,11 +226,15 @@ class Walker:
             model.function_stack.pop()
             model.restore(saved_env)
             model.grad_enabled, model.scope_kind, model.loop_depth = saved_grad, saved_kind, saved_loop
+            model.grad_assumed = saved_assumed
         model.bind_key(node.name.value, Value(FUNCTION, node=node))
 
-    def _function_grad_mode(self, node: cst.FunctionDef) -> Optional[bool]:
+    def _function_grad_mode(self, node: cst.FunctionDef) -> Tuple[Optional[bool], bool]:
+        """Grad mode at the function's entry, and whether it is only assumed (on by default:
+        the callers decide, see Model.grad_off_functions)."""
         model = self.model
         mode: Optional[bool] = True
+        explicit = False
         for d in node.decorators:
             expr = d.decorator
             call_args = None
@@ -240,25 +245,25 @@ class Walker:
             if q in api.GRAD_OFF:
                 if q == "torch.inference_mode" and call_args and _grad_flag(call_args[0].value) is False:
                     continue
-                mode = False
+                mode, explicit = False, True
             elif q in api.GRAD_ON:
-                mode = True
+                mode, explicit = True, True
             elif q in api.SET_GRAD:
-                mode = _grad_flag(call_args[0].value if call_args else None)
+                mode, explicit = _grad_flag(call_args[0].value if call_args else None), True
             else:
                 last = (dotted(expr) or "").rsplit(".", 1)[-1]
                 if last in _NEUTRAL_DECORATORS:
                     continue
                 low = last.lower()
                 if "grad" in low or "inference" in low or "differentiable" in low:
-                    mode = None
+                    mode, explicit = None, True
         if mode is True and model.class_stack and node.name.value in _AUTOGRAD_FUNCTION_METHODS:
             cls = model.class_stack[-1]
             for b in cls.bases:
                 name = (dotted(b.value) or "").rsplit(".", 1)[-1]
                 if name.endswith(_FUNCTION_BASES):
-                    return False  # custom autograd.Function: forward/backward run with grad off
-        return mode
+                    return False, False  # custom autograd.Function: forward/backward run with grad off
+        return mode, mode is True and not explicit
 
     def _class(self, node: cst.ClassDef) -> None:
         model = self.model
@@ -379,12 +384,13 @@ class Walker:
 
     def _with(self, node: cst.With) -> None:
         model = self.model
-        saved = model.grad_enabled
+        saved, saved_assumed = model.grad_enabled, model.grad_assumed
         for item in node.items:
             self.walk(item.item)
             mode = self._context_grad_mode(item.item)
             if mode != "keep":
                 model.grad_enabled = mode  # type: ignore[assignment]
+                model.grad_assumed = False
             else:
                 model.value_of(item.item)
             if item.asname is not None:
@@ -393,7 +399,7 @@ class Walker:
         try:
             self._block(node.body)
         finally:
-            model.grad_enabled = saved
+            model.grad_enabled, model.grad_assumed = saved, saved_assumed
 
     def _context_grad_mode(self, expr: cst.BaseExpression) -> Any:
         model = self.model
