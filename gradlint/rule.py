@@ -218,7 +218,7 @@ def registry() -> Dict[str, Type[Rule]]:
     ``gradlint.rules``. Imported once per process."""
     global _REGISTRY
     if _REGISTRY is None:
-        import gradlint.rules as pkg
+        pkg = _rules_package()
 
         found: Dict[str, Type[Rule]] = {
             SyntaxErrorRule.code: SyntaxErrorRule,
@@ -240,6 +240,29 @@ def registry() -> Dict[str, Type[Rule]]:
                     found[obj.code] = obj
         _REGISTRY = dict(sorted(found.items()))
     return _REGISTRY
+
+
+def _rules_package() -> Any:
+    try:
+        import gradlint.rules as pkg
+
+        return pkg
+    except ModuleNotFoundError:
+        # a source checkout that shadows the installed package: rules/ sits beside gradlint/
+        import importlib.util
+        import sys
+        from pathlib import Path
+
+        src = Path(__file__).resolve().parent.parent / "rules"
+        spec = importlib.util.spec_from_file_location(
+            "gradlint.rules", src / "__init__.py", submodule_search_locations=[str(src)]
+        )
+        if spec is None or spec.loader is None:
+            raise
+        pkg = importlib.util.module_from_spec(spec)
+        sys.modules["gradlint.rules"] = pkg
+        spec.loader.exec_module(pkg)
+        return pkg
 
 
 def visit_rules() -> Dict[str, Type[Rule]]:
