@@ -203,6 +203,11 @@ def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any
         stmt_rng = positions.get(stmt) if stmt is not None else None
         sev = overrides.get(rule.code)
         severity = Severity(sev) if sev else (extra.get("severity") or rule.severity)
+        fix = extra.get("fix")
+        if fix is not None:  # node-relative edits -> offsets into text
+            from gradlint.fix import resolve_fix
+
+            fix = resolve_fix(fix, positions, text, module)
         line = rng.start.line
         out.append(
             Finding(
@@ -216,11 +221,11 @@ def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any
                 severity=severity,
                 message=rule.message.format(**extra["args"]),
                 hint=rule.hint,
-                fixable=extra.get("fix") is not None,
+                fixable=fix is not None,
                 url=rule.url(),
                 source_line=lines[line - 1] if 0 < line <= len(lines) else "",
                 statement_line=stmt_rng.start.line if stmt_rng is not None else 0,
-                fix=extra.get("fix"),
+                fix=fix,
             )
         )
     return out

@@ -114,10 +114,13 @@ class Rule:
         *,
         severity: Optional[Severity] = None,
         fix: Optional[Fix] = None,
+        context: Optional[Tuple[Any, Tuple[str, ...]]] = None,
         **message_args: Any,
     ) -> None:
         """Record a finding at ``node`` (a libcst node). Positions are computed later, and only
-        for files that have findings."""
+        for files that have findings. A rule that reports after the fact (at a later
+        ``backward()``) passes the ``context`` it took with ``self.model.here()`` at ``node``."""
+        statement, assumed = context if context is not None else self.model.here()
         self._sink.append(
             (
                 self,
@@ -126,8 +129,8 @@ class Rule:
                     "args": message_args,
                     "severity": severity,
                     "fix": fix,
-                    "statement": self.model.current_statement,
-                    "assumed": self.model.assumed_chain(),
+                    "statement": statement,
+                    "assumed": assumed,
                 },
             )
         )
@@ -149,6 +152,40 @@ class Rule:
     @classmethod
     def url(cls) -> str:
         return DOCS_URL.format(anchor=f"{cls.code}-{cls.name}".lower())
+
+
+class BackwardRule(Rule):
+    """A rule whose findings are confirmed by a later ``backward()``: an in-place write to a
+    saved tensor is only an error when a backward pass through the op that saved it follows.
+    ``defer()`` records a candidate with the ids of the values whose backward needs the tensor;
+    ``confirmed()`` is called (once) when a ``backward()`` on a value that depends on one of them
+    follows; ``unconfirmed()`` at the end of the file for the rest."""
+
+    def __init__(self, model: Any, sink: "List[Tuple[Rule, Any, Dict[str, Any]]]") -> None:
+        super().__init__(model, sink)
+        self._deferred: List[Tuple[Any, Any, Tuple[int, ...], Dict[str, Any]]] = []
+
+    def defer(self, node: Any, savers: Tuple[int, ...], **payload: Any) -> None:
+        self._deferred.append((node, self.model.here(), savers, payload))
+
+    def on_backward(self, node: Any, value: Any) -> None:
+        keep = []
+        for item in self._deferred:
+            if any(s in value.deps for s in item[2]):
+                self.confirmed(item[0], item[1], item[3])
+            else:
+                keep.append(item)
+        self._deferred = keep
+
+    def on_finish(self) -> None:
+        for node, context, _, payload in self._deferred:
+            self.unconfirmed(node, context, payload)
+
+    def confirmed(self, node: Any, context: Any, payload: Dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def unconfirmed(self, node: Any, context: Any, payload: Dict[str, Any]) -> None:
+        pass
 
 
 class _BuiltinRule(Rule):

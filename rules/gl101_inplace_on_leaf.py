@@ -3,8 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import dotted
-from gradlint.rule import Rule, Severity
+from gradlint.model.names import canonical, dotted
+from gradlint.rule import Fix, Rule, Severity
 
 _AUG_OPS = {
     cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
@@ -62,6 +62,15 @@ class InplaceOnLeaf(Rule):
     ```
     or an out-of-place op (`y = x + 1`) when you want a new value in the graph.
 
+    ## Fix safety
+    An augmented assignment to a name (`w -= lr * w.grad`) that is a statement alone on its
+    line is wrapped in `with torch.no_grad():` at the same indentation (spelled with the name
+    the file imported torch, or `no_grad`, under). The fix is safe when the right-hand side
+    reads the target's own `.grad` (the manual optimizer step: doing it under `no_grad` is the
+    only intent it can have); otherwise (`x += 1`) it is unsafe, since an out-of-place
+    `x = x + 1` may have been meant, and is applied only with `--unsafe-fixes`. No fix is
+    offered for method calls, item assignment, views, or when torch is not imported by name.
+
     ## References
     - https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd
     - https://pytorch.org/docs/stable/generated/torch.no_grad.html
@@ -72,6 +81,7 @@ class InplaceOnLeaf(Rule):
     severity = Severity.ERROR
     message = "in-place {op} on `{target}`, {what} that requires grad: torch raises RuntimeError here"
     hint = "do the update under `with torch.no_grad():`, or use an out-of-place op (`y = x + 1`)"
+    fixable = True
 
     def _check(self, node: cst.CSTNode, receiver: cst.BaseExpression, op: str, view: bool = False,
                shown: str = "") -> None:
@@ -85,7 +95,8 @@ class InplaceOnLeaf(Rule):
             what = "a view of a leaf tensor"
         else:
             return
-        self.report(node, op=op, target=shown or _name(receiver), what=what)
+        fix = _no_grad_fix(model, node) if what == "a leaf tensor" else None
+        self.report(node, op=op, target=shown or _name(receiver), what=what, fix=fix)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -116,3 +127,49 @@ class InplaceOnLeaf(Rule):
     def _subscript(self, node: cst.CSTNode, target: cst.Subscript, op: str) -> None:
         # x[...] = v writes into x (basic or advanced indexing alike)
         self._check(node, target.value, op, view=True, shown=_name(target))
+
+
+# ---------------------------------------------------------------------------- the fix
+def _no_grad_fix(model, node: cst.CSTNode):
+    """`w -= lr * w.grad` alone on its line -> the same under `with torch.no_grad():`."""
+    from gradlint.fix import insert_before
+
+    if not isinstance(node, cst.AugAssign) or not isinstance(node.target, cst.Name):
+        return None
+    stmt = model.current_statement
+    if (not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or stmt.body[0] is not node
+            or not isinstance(node.semicolon, cst.MaybeSentinel)):
+        return None
+    if "\n" in cst.Module(body=[]).code_for_node(node):
+        return None  # a statement over several lines: leave it to a person
+    no_grad = _no_grad_spelling(model)
+    if no_grad is None:
+        return None
+    name = node.target.value
+    return Fix((insert_before(node, f"with {no_grad}():\n    ", reindent=True),),
+               safe=_reads_own_grad(node.value, name),
+               description=f"wrap the update of `{name}` in `with {no_grad}():`")
+
+
+def _no_grad_spelling(model):
+    names = model.imports.names
+    if names.get("torch") == "torch":
+        return "torch.no_grad"
+    for local, full in names.items():
+        if full == "torch":
+            return f"{local}.no_grad"
+    for local, full in names.items():
+        if canonical(full) == "torch.no_grad":
+            return local
+    return None
+
+
+def _reads_own_grad(expr: cst.CSTNode, name: str) -> bool:
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if (isinstance(n, cst.Attribute) and n.attr.value == "grad" and isinstance(n.value, cst.Name)
+                and n.value.value == name):
+            return True
+        stack.extend(n.children)
+    return False

@@ -4,10 +4,25 @@ from typing import Any, List
 
 import libcst as cst
 
-from gradlint.model import torchapi as api
 from gradlint.rule import Rule, Severity
 
 _NUMPY_CUT = frozenset({"numpy"})
+# NumPy functions that only look at a tensor's shape: fine on a tensor that requires grad
+_INTROSPECTION = frozenset(
+    "numpy." + n for n in "shape ndim size isscalar iterable result_type dtype broadcast_shapes".split()
+)
+# reductions that call the tensor's own method with NumPy keywords
+_TYPEERROR = frozenset("numpy." + n for n in "mean sum max min std var amax amin prod cumsum".split())
+
+
+def _tensor_args(model: Any, node: cst.Call) -> List[Any]:
+    out = []
+    for a in node.args:
+        if a.keyword is not None:
+            continue
+        v = model.value_of(a.value)
+        out.extend(v.items if v.kind == "tuple" else [v])
+    return out
 
 
 class NumpyOnGraphTensor(Rule):
@@ -15,8 +30,9 @@ class NumpyOnGraphTensor(Rule):
     ## What it does
     Finds tensors that require grad taken through NumPy, in two forms.
 
-    1. `.numpy()`, `np.asarray(t)`, `np.array(t)` (also after `.cpu()`) on a tensor that requires
-       grad: a leaf created with `requires_grad=True`, an `nn.Parameter`, or the result of
+    1. `.numpy()`, `np.asarray(t)`, `np.array(t)`, and any other NumPy function (`np.exp(t)`,
+       `np.mean(t)`, `np.float32(t.sum())`, ...; not `np.shape`/`np.ndim`) on a tensor that
+       requires grad (also after `.cpu()`): a leaf created with `requires_grad=True`, an `nn.Parameter`, or the result of
        operations on those with grad mode on (or of calling a module, reported as a warning
        because its parameters might be frozen).
     2. The round trip `torch.from_numpy(f(h.detach().numpy()))` / `torch.tensor(ndarray)` whose
@@ -25,7 +41,8 @@ class NumpyOnGraphTensor(Rule):
 
     ## Why is this bad
     1. torch raises at once: `RuntimeError: Can't call numpy() on Tensor that requires grad.
-       Use tensor.detach().numpy() instead.`
+       Use tensor.detach().numpy() instead.` (NumPy reductions such as `np.mean(t)` call the
+       tensor's own method with NumPy keywords and raise `TypeError` instead.)
     2. Silently wrong: the tensor rebuilt from NumPy has no history, so `backward()` stops there
        and everything that produced `h` gets `grad=None` (it is never trained), while the
        layers after the break train normally.
@@ -74,20 +91,27 @@ class NumpyOnGraphTensor(Rule):
                     return
             v = model.value_of(func.value)
             call = "`.numpy()`"
-        elif q in api.NUMPY_FROM_TENSOR and node.args and node.args[0].keyword is None:
-            v = model.value_of(node.args[0].value)
+        elif q is not None and q.startswith("numpy.") and q not in _INTROSPECTION:
+            # every NumPy function converts its tensor arguments (or calls their methods with
+            # NumPy keywords): RuntimeError, or TypeError for reductions such as np.mean
+            v = next((a for a in _tensor_args(model, node) if a.requires_grad), None)
+            if v is None:
+                return
             call = f"`{q.replace('numpy.', 'np.')}()`"
         else:
             return
         if not v.requires_grad:
             return
+        raised = "TypeError" if q in _TYPEERROR else "RuntimeError"
         self.report(
             node,
-            what=f"{call} on a tensor that requires grad: torch raises RuntimeError here; use `.detach()` first",
+            what=f"{call} on a tensor that requires grad: torch raises {raised} here; use `.detach()` first",
             severity=Severity.WARNING if v.probable else None,
         )
 
     def on_backward(self, node: Any, value: Any) -> None:
+        if value.made == "rewrap" and value.leaf_requiring_grad:
+            return  # GL205: the loss itself was re-wrapped
         for cut in self.model.lost_cuts(value, _NUMPY_CUT):
             self._pending.append((cut, value.rg is False))
 
@@ -103,6 +127,7 @@ class NumpyOnGraphTensor(Rule):
             )
             self.report(
                 cut.node,
+                context=(cut.statement, ()),
                 what="tensor rebuilt from NumPy data of a tensor that requires grad, then back-propagated: " + effect,
                 severity=Severity.WARNING if cut.src.probable else None,
             )

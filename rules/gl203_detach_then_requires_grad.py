@@ -63,6 +63,8 @@ class DetachThenRequiresGrad(Rule):
         self._pending: List[Any] = []
 
     def on_backward(self, node: Any, value: Any) -> None:
+        if value.made == "rewrap" and value.leaf_requiring_grad:
+            return  # GL205: backward() on the re-wrapped tensor itself
         self._pending.extend(self.model.lost_cuts(value, _KINDS))
 
     def on_finish(self) -> None:
@@ -74,6 +76,7 @@ class DetachThenRequiresGrad(Rule):
                 continue  # its own gradient is used: a deliberate new leaf
             self.report(
                 cut.node,
+                context=(cut.statement, ()),
                 what=self._WHAT[cut.kind],
                 severity=Severity.WARNING if cut.src.probable else None,
             )

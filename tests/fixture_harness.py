@@ -22,8 +22,7 @@ def expectations(path: Path) -> Set[Tuple[int, str, str]]:
     """{(line, code, severity)} from the inline markers."""
     out = set()
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        m = MARKER.search(line)
-        if m:
+        for m in MARKER.finditer(line):
             for code in re.split(r"\s*,\s*", m.group(2)):
                 out.add((i, code, m.group(1)))
     return out
@@ -41,14 +40,25 @@ class Example:
         return f"{self.path.stem}::{self.name}"
 
 
-def examples(path: Path) -> List[Example]:
+def examples(path: Path, prefixes: Tuple[str, ...] = ("bad_", "good_")) -> List[Example]:
+    """Top-level functions (and, with prefixes=("_",), helper functions and classes)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     out = []
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name.startswith(("bad_", "good_")):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith(prefixes):
+            if isinstance(node, ast.ClassDef) and prefixes != ("_",):
+                continue
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
             out.append(Example(path, node.name, first, node.end_lineno or node.lineno))
     return out
+
+
+def helpers_used(path: Path, example: Example) -> List[Example]:
+    """The helpers (``_name`` functions/classes) that ``example`` mentions: a bad example may
+    exercise a marker placed in one (e.g. a module's forward())."""
+    lines = path.read_text(encoding="utf-8").splitlines()[example.first - 1 : example.last]
+    text = "\n".join(lines)
+    return [h for h in examples(path, ("_",)) if re.search(rf"\b{re.escape(h.name)}\b", text)]
 
 
 _modules: Dict[Path, object] = {}

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from fixture_harness import examples, expectations, fixture_files, load
+from fixture_harness import examples, expectations, fixture_files, helpers_used, load
 from gradlint.engine import Options, Task, lint_tasks
 from gradlint.rule import registry, visit_rules
 
@@ -36,17 +36,23 @@ def test_fixture_findings_match_markers(path):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_markers_sit_in_bad_examples_only(path):
     exs = examples(path)
-    marked = {line for line, _, _ in expectations(path)}
+    helpers = examples(path, ("_",))
+    marks = expectations(path)
     own_code = path.name.split("_", 1)[0]
+
+    def codes_in(ex):
+        return {c for ln, c, _ in marks if ex.first <= ln <= ex.last}
+
     for ex in exs:
-        inside = {ln for ln in marked if ex.first <= ln <= ex.last}
+        codes = codes_in(ex)
         if ex.name.startswith("bad_"):
-            assert inside, f"{ex.id} has no expectation marker"
-            codes = {c for ln, c, _ in expectations(path) if ex.first <= ln <= ex.last}
-            assert own_code in codes, f"{ex.id} does not exercise {own_code}"
+            for h in helpers_used(path, ex):
+                codes |= codes_in(h)
+            assert own_code in codes, f"{ex.id} has no {own_code} marker (in it or in a helper it uses)"
         else:
-            assert not inside, f"{ex.id} is a good example but has a marker"
-    assert all(any(e.first <= ln <= e.last for e in exs) for ln in marked), "a marker outside any example"
+            assert not codes, f"{ex.id} is a good example but has a marker"
+    for ln, _, _ in marks:
+        assert any(e.first <= ln <= e.last for e in exs + helpers), f"line {ln}: a marker outside any example or helper"
 
 
 torch = pytest.importorskip("torch")

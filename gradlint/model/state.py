@@ -75,6 +75,18 @@ class Model:
         # ids of tensors whose .grad was read, or that were handed to code the model does not
         # know (an optimizer, a helper function): their use as a leaf may be intended
         self.used_as_leaf: set = set()
+        # value id -> [(id of the value whose backward needs it, what saved it)]
+        self.saved: Dict[int, List[Tuple[int, str]]] = {}
+        # per enclosing class: "self.<attr>" -> the module/method value assigned in the class
+        self.class_attrs: List[Dict[str, Value]] = []
+        # per enclosing function: the values it returns
+        self.returns: List[List[Value]] = []
+        # module-level functions and classes, visible from function bodies
+        self.definitions: Dict[str, Value] = {}
+        # value id -> how many times a name holding it was read
+        self.reads: Dict[int, int] = {}
+        # ids of tensors on which retain_grad() was called
+        self.retained: set = set()
         self._memo: Dict[int, Value] = {}
         self._emit = emit
         self._dotted_keys = 0
@@ -105,6 +117,19 @@ class Model:
         if "." in key and key not in env:
             self._dotted_keys += 1
         env[key] = value
+        if self.scope_kind == "module" and "." not in key:
+            if value.kind in (FUNCTION, CLASS):
+                self.definitions[key] = value
+            else:
+                self.definitions.pop(key, None)
+        if (
+            value.kind == MODULE
+            and self.class_attrs
+            and key.startswith("self.")
+            and self.function_stack
+            and self.function_stack[-1].name.value == "__init__"
+        ):
+            self.class_attrs[-1][key] = value  # a submodule: the same object in every method
 
     def unbind(self, key: str) -> None:
         if key in self.env:
@@ -155,6 +180,9 @@ class Model:
         elif isinstance(target, cst.Subscript):
             # x[i] = v: an in-place write into x
             base = target.value
+            bv = self.value_of(base)
+            if bv.kind in (TENSOR, NDARRAY):
+                self.inplace(self.current_statement, bv, "item assignment")
             self._inplace_effect(base, [value])
         elif isinstance(target, cst.StarredElement):
             self.bind_target(target.value, UNKNOWN_VALUE)
@@ -217,10 +245,16 @@ class Model:
     def exec_aug_assign(self, node: cst.AugAssign) -> None:
         target = node.target
         operand = self.value_of(node.value)
+        op = f"`{_AUG_NAMES.get(type(node.operator), 'augmented assignment')}`"
         if isinstance(target, cst.Subscript):
+            base = self.value_of(target.value)
+            if base.kind in (TENSOR, NDARRAY):
+                self.inplace(node, base, op)
             self._inplace_effect(target.value, [operand])
             return
         cur = self.value_of(target)
+        if cur.kind in (TENSOR, NDARRAY) and not isinstance(node.operator, cst.MatrixMultiplyAssign):
+            self.inplace(node, cur, op)
         if cur.kind == TENSOR:
             if self._inplace_effect(target, [operand]) is None:
                 self.bind_target(target, self._combine([cur, operand], node))
@@ -273,7 +307,11 @@ class Model:
         if cur.leaf is None:
             return Value(TENSOR, rg=True, leaf=None, cuts=cur.cuts)
         if cur.src is not None and cur.rg is False:
-            return self._cut_leaf(Cut(node, "detach_rg", cur.src, self.current_statement), cur.cuts)
+            v = self._cut_leaf(Cut(node, "detach_rg", cur.src, self.current_statement), cur.cuts)
+            v.made, v.made_node = "rewrap", node
+            return v
+        if cur.rg is False and (cur.made == "computed" or cur.cuts):
+            return leaf_rg(cuts=cur.cuts, made="rewrap", made_node=node)
         return leaf_rg(cuts=cur.cuts)
 
     @staticmethod
@@ -293,13 +331,18 @@ class Model:
     def _eval(self, node: cst.BaseExpression) -> Value:
         t = type(node)
         if t is cst.Name:
-            return self.env.get(node.value, UNKNOWN_VALUE)
+            v = self.env.get(node.value)
+            if v is None:
+                return self.definitions.get(node.value, UNKNOWN_VALUE) if self.scope_kind != "module" else UNKNOWN_VALUE
+            self.reads[v.id] = self.reads.get(v.id, 0) + 1
+            return v
         if t is cst.Attribute:
             return self._eval_attribute(node)
         if t is cst.Call:
             return self._eval_call(node)
         if t is cst.BinaryOperation:
-            return self._combine([self.value_of(node.left), self.value_of(node.right)], node)
+            return self._combine([self.value_of(node.left), self.value_of(node.right)], node,
+                                 _BINOP_NAMES.get(type(node.operator)))
         if t is cst.UnaryOperation:
             v = self.value_of(node.expression)
             if isinstance(node.operator, cst.Not):
@@ -339,16 +382,21 @@ class Model:
 
     def _eval_attribute(self, node: cst.Attribute) -> Value:
         key = dotted(node)
-        if key is not None and key in self.env:
-            return self.env[key]
+        if key is not None:
+            if key in self.env:
+                return self.env[key]
+            if self.class_attrs and key in self.class_attrs[-1]:
+                return self.class_attrs[-1][key]
         base = self.value_of(node.value)
         if base.kind != TENSOR:
             return UNKNOWN_VALUE
         attr = node.attr.value
         if attr == "data":
-            return plain_tensor(cuts=base.cuts, src=base if base.rg else base.src)
+            return plain_tensor(cuts=base.cuts, src=base if base.rg else base.src,
+                                alias_of=base, alias_kind="data")
         if attr == "grad":
             self.used_as_leaf.add(base.id)
+            self._emit("grad_read", (node, base))
             return Value(TENSOR, rg=False, leaf=True)
         if attr in api.TENSOR_ATTRS_VIEW:
             return self._derived(base, [], node, view=True)
@@ -371,11 +419,22 @@ class Model:
                     return base.items[i]
         return UNKNOWN_VALUE
 
-    def _combine(self, operands: List[Value], node: Any) -> Value:
+    def _combine(self, operands: List[Value], node: Any, op: Optional[str] = None) -> Value:
         """An arithmetic operation over ``operands``."""
         tensors = [o for o in operands if o.kind == TENSOR]
         if tensors:
-            return self._derived(tensors[0], operands[1:] if operands[0] is tensors[0] else operands, node)
+            if op is not None and len(operands) == 2 and operands[0] is not tensors[0]:
+                op = "r" + op  # scalar * tensor: operand order matters only for the save check
+            out = self._derived(tensors[0], operands[1:] if operands[0] is tensors[0] else operands, node,
+                                op=op)
+            if (
+                len(tensors) == 1 and tensors[0].fresh and tensors[0].leaf_requiring_grad and out.rg is True
+                and op in ("mul", "rmul", "div") and all(o.kind in (TENSOR, SCALAR) for o in operands)
+                and isinstance(node, cst.BinaryOperation)
+                and self._conversion_site(node.left if operands[0] is tensors[0] else node.right)
+            ):
+                out.made, out.made_node = "conv", node  # torch.randn(..., requires_grad=True) * 0.01
+            return out
         arrays = [o for o in operands if o.kind == NDARRAY]
         if arrays:
             return Value(NDARRAY, src=arrays[0].src, cuts=_union(o.cuts for o in operands))
@@ -385,8 +444,40 @@ class Model:
             return Value(SCALAR, src=src, cuts=_union(o.cuts for o in operands))
         return UNKNOWN_VALUE
 
-    def _derived(self, base: Value, others: List[Value], node: Any, view: bool = False) -> Value:
-        """A differentiable function of ``base`` and ``others`` (tensors or not)."""
+    def _derived(self, base: Value, others: List[Value], node: Any, view: bool = False,
+                 op: Optional[str] = None) -> Value:
+        """A differentiable function of ``base`` and ``others`` (tensors or not); ``op`` names
+        the operation when it matters for what autograd saves."""
+        out = self._derived_value(base, others, node, view)
+        if op is not None and out.rg is True:
+            self._record_saves(op, out, base, others)
+        for o in others:
+            if o.kind == SCALAR and o.src is not None:
+                # a number taken out of a graph tensor, folded back in as a constant
+                out.cuts = out.cuts | {Cut(node, "scalar", o.src, self.current_statement)}
+        if out.rg is False and (self.grad_enabled is False or any(
+                o.kind == TENSOR and (o.rg or o.src is not None or o.made == "computed")
+                for o in [base] + others)):
+            out.made = "computed"  # no graph recorded, though it was computed from graph values
+        return out
+
+    def _record_saves(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
+        saved = self.saved
+        if op in api.SAVES_OUTPUT:
+            saved.setdefault(out.id, []).append((out.id, f"the output of `{op}`"))
+        elif op in api.SAVES_OTHER or op == "div":
+            tensors = [base] + [o for o in others if o.kind == TENSOR]
+            if len(tensors) == 2 and len(others) == 1:
+                a, b = tensors
+                if b.rg is True:
+                    saved.setdefault(a.id, []).append((out.id, f"an input of `{op}`"))
+                if a.rg is True and op != "div":
+                    saved.setdefault(b.id, []).append((out.id, f"an input of `{op}`"))
+        elif op in api.SAVES_SELF:
+            if base.rg is True:
+                saved.setdefault(base.id, []).append((out.id, f"an input of `{op}`"))
+
+    def _derived_value(self, base: Value, others: List[Value], node: Any, view: bool = False) -> Value:
         operands = [base] + [o for o in others if o.kind in (TENSOR, TUPLE)]
         flat: List[Value] = []
         for o in operands:
@@ -418,6 +509,20 @@ class Model:
             return plain_tensor(cuts=cuts, src=src)
         return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
 
+    def _conversion_site(self, receiver: cst.BaseExpression) -> bool:
+        """Is a conversion of ``receiver`` part of creating the tensor: chained on the factory
+        call itself, or rebinding the same name (``w = w.cuda()``)?"""
+        if isinstance(receiver, cst.Call):
+            return True
+        key = dotted(receiver)
+        stmt = self.current_statement
+        if key is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return False
+        small = stmt.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            return dotted(small.targets[0].target) == key
+        return False
+
     # ------------------------------------------------------------------ calls
     def _eval_call(self, node: cst.Call) -> Value:
         func = node.func
@@ -431,11 +536,20 @@ class Model:
         if q is not None:
             return self._call_qualified(q, node, arg_values)
         if isinstance(func, cst.Attribute):
-            receiver = self.value_of(func.value)
-            return self._call_method(receiver, func.attr.value, node, arg_values)
+            key = dotted(func)
+            bound = None
+            if key is not None:
+                bound = self.env.get(key) or (self.class_attrs[-1].get(key) if self.class_attrs else None)
+            if bound is None or bound.kind not in (MODULE, FUNCTION, CLASS):
+                receiver = self.value_of(func.value)
+                return self._call_method(receiver, func.attr.value, node, arg_values)
         callee = self.value_of(func)
         if callee.kind == MODULE:
             return self._call_module(callee, arg_values, node)
+        if callee.kind == FUNCTION and callee.items:
+            # a function of this module whose result the model summarised (e.g. a loss)
+            self._escape(arg_values)
+            return self._instantiate(callee.items[0])
         if callee.kind == CLASS:
             return Value(MODULE, params=None) if callee.params else UNKNOWN_VALUE
         if isinstance(func, cst.Name):
@@ -452,11 +566,33 @@ class Model:
         self._escape(arg_values)
         return UNKNOWN_VALUE
 
+    def _instantiate(self, summary: Value) -> Value:
+        """A fresh value shaped like a function's summarised result, at this call's grad mode."""
+        if summary.kind == TENSOR:
+            if summary.rg is True:
+                grad = self.grad_enabled
+                if grad is True:
+                    return Value(TENSOR, rg=True, leaf=False, probable=True)
+                return plain_tensor() if grad is False else Value(TENSOR, rg=None, leaf=None)
+            if summary.rg is False:
+                return plain_tensor()
+            return UNKNOWN_VALUE
+        if summary.kind == MODULE:
+            return Value(MODULE, params=summary.params, act=summary.act, inplace=summary.inplace,
+                         node=summary.node)
+        if summary.kind == TUPLE:
+            return Value(TUPLE, items=tuple(self._instantiate(i) for i in summary.items))
+        if summary.kind in (PARAMS, NAMED_PARAMS, SCALAR):
+            return Value(summary.kind)
+        return UNKNOWN_VALUE
+
     def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
         tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
         if module.params is False:
             if tensors:
-                return self._derived(tensors[0], tensors[1:], node)
+                if module.inplace and tensors[0].kind == TENSOR:
+                    self.inplace(node, tensors[0], f"`{module.node}(inplace=True)`")
+                return self._derived(tensors[0], tensors[1:], node, op=module.act)
             return UNKNOWN_VALUE
         grad = self.grad_enabled
         cuts = _union(a.cuts for a in args)
@@ -464,7 +600,9 @@ class Model:
             deps = _union(a.deps for a in args if a.kind == TENSOR and a.rg)
             return Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
         if grad is False:
-            return plain_tensor(cuts=cuts)
+            out = plain_tensor(cuts=cuts)
+            out.made = "computed"
+            return out
         return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
 
     def _call_qualified(self, q: str, node: cst.Call, args: List[Value]) -> Value:
@@ -492,16 +630,26 @@ class Model:
         if q in api.DIFF_FUNCS:
             tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
             if tensors:
-                return self._derived(tensors[0], tensors[1:] + [a for a in args if a.kind not in (TENSOR, TUPLE)], node)
+                if q in api.INPLACE_KW_FUNCS and _const_bool(_kwvalue(node, "inplace")) is True:
+                    self.inplace(node, tensors[0], f"`{q.rsplit('.', 1)[-1]}(..., inplace=True)`")
+                return self._derived(tensors[0], tensors[1:] + [a for a in args if a.kind not in (TENSOR, TUPLE)],
+                                     node, op=q.rsplit(".", 1)[-1])
             return UNKNOWN_VALUE
         if q in api.NONDIFF_FUNCS:
             return plain_tensor() if any(a.kind == TENSOR for a in args) else UNKNOWN_VALUE
         if q in api.PARAMLESS_MODULES:
-            return Value(MODULE, params=False)
+            inplace = _const_bool(_kwvalue(node, "inplace")) is True
+            return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace,
+                         node=q.rsplit(".", 1)[-1])
         if q in api.PARAM_MODULES:
             return Value(MODULE, params=True)
         if q in api.CONTAINER_MODULES:
             has = [a.params for a in args if a.kind == MODULE]
+            prev = None
+            for arg, v in zip(node.args, args):
+                if v.kind == MODULE and v.inplace and prev is not None and prev.act in api.SAVES_OUTPUT:
+                    self._emit("sequential_inplace", (arg, prev, v))
+                prev = v if v.kind == MODULE else None
             return Value(MODULE, params=True if any(has) else None)
         if q in api.NUMPY_FROM_TENSOR:
             a = args[0] if args else UNKNOWN_VALUE
@@ -516,6 +664,9 @@ class Model:
                 return Value(NDARRAY, src=next((s for s in srcs if s is not None), None),
                              cuts=_union(a.cuts for a in args))
             return UNKNOWN_VALUE
+        if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
+            params = args[0] if args else UNKNOWN_VALUE
+            self._emit("optimizer", (node, _flatten(params)))
         self._escape(args)
         return UNKNOWN_VALUE
 
@@ -536,8 +687,10 @@ class Model:
             if src is not None:
                 kind = "numpy" if data.kind == NDARRAY else "scalar"
                 cuts = cuts | {Cut(node, kind, src, self.current_statement)}
+                if flag is True:  # torch.tensor(loss.item(), requires_grad=True)
+                    return leaf_rg(cuts=cuts, made="rewrap", made_node=node)
         if flag is True:
-            return leaf_rg(cuts=cuts)
+            return leaf_rg(cuts=cuts, fresh=q in api.FACTORIES and q != "torch.tensor" or data.kind != TENSOR)
         if flag is False:
             return plain_tensor(cuts=cuts)
         return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
@@ -572,7 +725,9 @@ class Model:
         if attr == "detach" or attr == "detach_":
             if kind == TENSOR:
                 src = receiver if receiver.rg else receiver.src
-                out = plain_tensor(cuts=receiver.cuts, src=src)
+                out = plain_tensor(cuts=receiver.cuts, src=src,
+                                   alias_of=receiver if attr == "detach" else None,
+                                   alias_kind="detach" if attr == "detach" else None)
                 key = dotted(node.func.value) if attr == "detach_" else None  # type: ignore[attr-defined]
                 if key is not None:
                     self.bind_key(key, out)
@@ -582,7 +737,9 @@ class Model:
             return UNKNOWN_VALUE
         if attr == "numpy":
             if kind == TENSOR:
-                return Value(NDARRAY, src=receiver if receiver.rg else receiver.src, cuts=receiver.cuts)
+                base = receiver.alias_of if receiver.alias_kind in ("data", "detach") else receiver
+                return Value(NDARRAY, src=receiver if receiver.rg else receiver.src, cuts=receiver.cuts,
+                             alias_of=base, alias_kind="numpy")
             return Value(NDARRAY)
         if attr in ("item", "tolist"):
             if kind == TENSOR:
@@ -595,6 +752,7 @@ class Model:
         if kind != TENSOR:
             return UNKNOWN_VALUE
         if attr.endswith("_") and not attr.startswith("_") and attr not in api.NOT_INPLACE:
+            self.inplace(node, receiver, f"`.{attr}()`")
             new = self._inplace_effect(node.func.value, args)  # type: ignore[attr-defined]
             return new if new is not None else receiver
         if attr == "clone":
@@ -603,6 +761,12 @@ class Model:
             return self._derived(receiver, [], node)
         if attr in api.CONVERSION_METHODS:
             v = self._derived(receiver, [], node)
+            if (receiver.fresh and receiver.leaf_requiring_grad and self.grad_enabled is True
+                    and self._conversion_site(node.func.value)):  # type: ignore[attr-defined]
+                certain = _conversion_copies(attr, node)
+                if certain is not None:
+                    return Value(TENSOR, rg=True, leaf=False if certain else None, deps=v.deps,
+                                 cuts=v.cuts, made="conv", made_node=node, certain=certain)
             if receiver.rg is True and receiver.leaf is True and self.grad_enabled is True:
                 # may return self (same device/dtype): leaf-ness unknown
                 return Value(TENSOR, rg=True, leaf=None, deps=v.deps, cuts=v.cuts)
@@ -610,15 +774,25 @@ class Model:
                 return plain_tensor(cuts=receiver.cuts, src=receiver.src)
             return v
         if attr in api.VIEW_METHODS:
-            return self._derived(receiver, args, node, view=True)
+            out = self._derived(receiver, args, node, view=True)
+            if (receiver.fresh and receiver.leaf_requiring_grad and out.rg is True
+                    and self._conversion_site(node.func.value)):  # type: ignore[attr-defined]
+                out.made, out.made_node = "conv", node
+            return out
         if attr in api.DIFF_METHODS:
-            return self._derived(receiver, args, node)
+            return self._derived(receiver, args, node, op=attr)
         if attr in ("max", "min", "median") and not node.args:
             return self._derived(receiver, [], node)
         if attr in api.NONDIFF_METHODS:
             return plain_tensor()
+        if attr == "retain_grad":
+            self.retained.add(receiver.id)
         self._escape([receiver])  # retain_grad(), register_hook(), ...
         return UNKNOWN_VALUE
+
+    def here(self) -> Tuple[Any, Tuple[str, ...]]:
+        """Where a finding recorded now belongs (for a rule that reports it later)."""
+        return (self.current_statement, self.assumed_chain())
 
     def assumed_chain(self) -> Tuple[str, ...]:
         """The enclosing functions, when the current grad mode is only assumed to be on."""
@@ -647,11 +821,50 @@ class Model:
         through this value."""
         return [c for c in value.cuts if c.kind in kinds and c.src.id not in value.deps]
 
+    def inplace(self, node: Any, value: Value, op: str) -> None:
+        """``value`` (a tensor or an ndarray) is written in place at ``node``."""
+        self._emit("inplace", (node, value, op))
+
+    def read_count(self, value: Value) -> int:
+        """How many times so far a name holding ``value`` was read."""
+        return self.reads.get(value.id, 0)
+
+    def saved_entries(self, value: Value) -> List[Tuple[int, str]]:
+        """What saved ``value`` for backward (empty if nothing known did)."""
+        return self.saved.get(value.id, [])
+
+    def in_module_forward(self) -> bool:
+        """Inside ``forward`` of an nn.Module subclass, with grad mode on (assumed)."""
+        return (
+            bool(self.function_stack)
+            and self.function_stack[-1].name.value == "forward"
+            and bool(self.class_attrs)
+            and self.class_attrs[-1].get("__module__") is not None
+            and self.grad_enabled is True
+        )
+
     def backward_on(self, node: Any, value: Value) -> None:
         values = value.items if value.kind == TUPLE else (value,)
         for v in values:
             self.backwarded.add(v.id)
             self._emit("backward", (node, v))
+
+
+_BINOP_NAMES = {
+    cst.Multiply: "mul", cst.Divide: "div", cst.MatrixMultiply: "matmul", cst.Power: "pow",
+    cst.Add: "add", cst.Subtract: "sub",
+}
+_AUG_NAMES = {
+    cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=", cst.DivideAssign: "/=",
+    cst.FloorDivideAssign: "//=", cst.ModuloAssign: "%=", cst.PowerAssign: "**=",
+    cst.BitAndAssign: "&=", cst.BitOrAssign: "|=", cst.BitXorAssign: "^=",
+    cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
+}
+
+
+def _kwvalue(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    a = _kwarg(call, name)
+    return a.value if a is not None else None
 
 
 def _basic_index(node: cst.Subscript) -> bool:
@@ -667,6 +880,50 @@ def _basic_index(node: cst.Subscript) -> bool:
             continue
         return False
     return True
+
+
+def _flatten(v: Value) -> List[Value]:
+    if v.kind == TUPLE:
+        out: List[Value] = []
+        for i in v.items:
+            out.extend(_flatten(i))
+        return out
+    return [v]
+
+
+_COPY_DTYPES = frozenset({"float64", "double", "float16", "half", "bfloat16"})
+_SAME_DTYPES = frozenset({"float32", "float"})
+
+
+def _conversion_copies(attr: str, node: cst.Call) -> Optional[bool]:
+    """Does this conversion of a fresh float32 CPU leaf certainly make a copy (True), maybe
+    (False: e.g. ``.to(device)`` with a device only known at run time), or certainly not (None:
+    ``.float()``, ``.cpu()``, ``.to('cpu')``)."""
+    if attr in ("double", "half", "bfloat16", "cuda"):
+        return True
+    if attr in ("float", "cpu", "contiguous", "pin_memory"):
+        return None
+    if attr != "to":
+        return False
+    verdict: Optional[bool] = None
+    for a in node.args:
+        v = a.value
+        if isinstance(v, cst.SimpleString):
+            text = v.evaluated_value if isinstance(v.evaluated_value, str) else ""
+            if text.startswith(("cuda", "mps", "xpu", "meta")):
+                return True
+            if text != "cpu":
+                verdict = False
+        elif isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value == "torch":
+            if v.attr.value in _COPY_DTYPES:
+                return True
+            if v.attr.value not in _SAME_DTYPES:
+                verdict = False
+        elif a.keyword is not None and a.keyword.value in ("non_blocking", "copy", "memory_format"):
+            continue
+        else:
+            verdict = False
+    return verdict
 
 
 def _src_of(v: Value) -> Optional[Value]:

@@ -126,3 +126,24 @@ CONTAINER_MODULES = frozenset({"torch.nn.Sequential"})
 MODULE_BASES = frozenset({"torch.nn.Module"})
 
 NUMPY_FROM_TENSOR = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"})
+
+# Ops whose backward uses their *output* (derivatives.yaml: the formula reads ``result``): an
+# in-place change of the output before backward() raises there. Each one is proven in
+# fixtures/GL102_inplace_on_saved_output.py.
+SAVES_OUTPUT = frozenset(
+    {"sigmoid", "tanh", "exp", "exp2", "expm1", "relu", "softmax", "log_softmax", "sqrt", "rsqrt", "reciprocal"}
+)
+# Binary ops that save an operand when the *other* operand requires grad (mul, matmul), or
+# that save their input (pow with a scalar exponent).
+SAVES_OTHER = frozenset({"mul", "multiply", "matmul", "mm", "bmm", "mv", "dot", "outer"})
+SAVES_SELF = frozenset({"pow", "square"})
+# modules and their op
+MODULE_ACTS = {
+    "torch.nn.Sigmoid": "sigmoid", "torch.nn.Tanh": "tanh", "torch.nn.ReLU": "relu",
+    "torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax",
+}
+# F.* functions that take inplace=True (and modules that do)
+INPLACE_KW_FUNCS = frozenset(
+    "torch.nn.functional." + n
+    for n in "relu relu6 elu selu celu leaky_relu hardtanh hardswish hardsigmoid silu mish dropout dropout1d dropout2d dropout3d alpha_dropout threshold rrelu".split()
+)

@@ -44,7 +44,8 @@ class Cut:
 class Value:
     __slots__ = (
         "kind", "rg", "leaf", "probable", "view_of_leaf", "id", "deps", "cuts", "src", "items",
-        "params", "node", "is_param",
+        "params", "node", "is_param", "alias_of", "alias_kind", "act", "inplace", "fresh", "made",
+        "made_node", "certain",
     )
 
     def __init__(
@@ -62,6 +63,14 @@ class Value:
         params: Optional[bool] = None,
         node: Any = None,
         is_param: bool = False,
+        alias_of: "Optional[Value]" = None,
+        alias_kind: Optional[str] = None,
+        act: Optional[str] = None,
+        inplace: bool = False,
+        fresh: bool = False,
+        made: Optional[str] = None,
+        made_node: Any = None,
+        certain: bool = True,
     ) -> None:
         self.kind = kind
         self.rg = rg  # tensor: requires grad (True/False/None)
@@ -77,6 +86,18 @@ class Value:
         self.params = params  # module: has trainable parameters (True/False/None)
         self.node = node  # function/class definitions
         self.is_param = is_param  # a module parameter (loop variable of .parameters())
+        # shares storage with ``alias_of``: 'data' (t.data), 'detach' (t.detach()), 'numpy'
+        self.alias_of = alias_of
+        self.alias_kind = alias_kind
+        self.act = act  # module: the op its forward applies (e.g. 'sigmoid'), if known
+        self.inplace = inplace  # module: constructed with inplace=True
+        self.fresh = fresh  # a leaf straight from a factory with requires_grad=True
+        # how a tensor was made, when a rule cares: 'conv' (a fresh leaf converted: .cuda(),
+        # .double(), * 0.01, ...), 'rewrap' (a graph-less value made to require grad),
+        # 'computed' (the result of a computation that did not record a graph)
+        self.made = made
+        self.made_node = made_node
+        self.certain = certain  # for made='conv': the conversion certainly copies
 
     # convenience predicates --------------------------------------------------------------
     @property
@@ -113,10 +134,13 @@ def tensor(**kw: Any) -> Value:
     return Value(TENSOR, **kw)
 
 
-def plain_tensor(cuts: FrozenSet[Cut] = frozenset(), src: Optional[Value] = None) -> Value:
+def plain_tensor(cuts: FrozenSet[Cut] = frozenset(), src: Optional[Value] = None,
+                 alias_of: Optional[Value] = None, alias_kind: Optional[str] = None) -> Value:
     """A tensor that is not part of any graph (a leaf that does not require grad)."""
-    return Value(TENSOR, rg=False, leaf=True, cuts=cuts, src=src)
+    return Value(TENSOR, rg=False, leaf=True, cuts=cuts, src=src, alias_of=alias_of, alias_kind=alias_kind)
 
 
-def leaf_rg(cuts: FrozenSet[Cut] = frozenset(), is_param: bool = False) -> Value:
-    return Value(TENSOR, rg=True, leaf=True, cuts=cuts, is_param=is_param)
+def leaf_rg(cuts: FrozenSet[Cut] = frozenset(), is_param: bool = False, fresh: bool = False,
+            made: Optional[str] = None, made_node: Any = None) -> Value:
+    return Value(TENSOR, rg=True, leaf=True, cuts=cuts, is_param=is_param, fresh=fresh, made=made,
+                 made_node=made_node)

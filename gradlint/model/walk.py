@@ -186,7 +186,9 @@ class Walker:
                 elif t is cst.Del:
                     model.exec_del(small)
                 elif t is cst.Return and small.value is not None:
-                    model.value_of(small.value)
+                    v = model.value_of(small.value)
+                    if model.returns:
+                        model.returns[-1].append(v)
                 elif t in (cst.Global, cst.Nonlocal):
                     for n in small.names:
                         model.unbind(n.name.value)
@@ -220,14 +222,19 @@ class Walker:
         model.scope_kind = "function"
         model.loop_depth = 0
         model.function_stack.append(node)
+        model.returns.append([])
         try:
             self._block(node.body)
         finally:
             model.function_stack.pop()
+            returned = model.returns.pop()
             model.restore(saved_env)
             model.grad_enabled, model.scope_kind, model.loop_depth = saved_grad, saved_kind, saved_loop
             model.grad_assumed = saved_assumed
-        model.bind_key(node.name.value, Value(FUNCTION, node=node))
+        fn = Value(FUNCTION, node=node, items=_summary(returned))
+        model.bind_key(node.name.value, fn)
+        if saved_kind == "class" and model.class_attrs:
+            model.class_attrs[-1]["self." + node.name.value] = fn
 
     def _function_grad_mode(self, node: cst.FunctionDef) -> Tuple[Optional[bool], bool]:
         """Grad mode at the function's entry, and whether it is only assumed (on by default:
@@ -284,10 +291,12 @@ class Walker:
         model.restore({})
         model.scope_kind = "class"
         model.class_stack.append(node)
+        model.class_attrs.append({"__module__": Value(CLASS)} if is_module else {})
         try:
             self._block(node.body)
         finally:
             model.class_stack.pop()
+            model.class_attrs.pop()
             model.restore(saved_env)
             model.scope_kind = saved_kind
         model.bind_key(node.name.value, Value(CLASS, node=node, params=is_module or None))
@@ -468,6 +477,27 @@ def _param_names(params: cst.Parameters) -> List[str]:
         if isinstance(p, cst.Param):
             out.append(p.name.value)
     return out
+
+
+def _summary(returned: List[Value]) -> Tuple[Value, ...]:
+    """What a function returns, when every ``return`` agrees on its shape: a tensor that
+    requires grad (a loss), a module, a tuple of such, ... (or nothing known)."""
+    if not returned:
+        return ()
+    first = returned[0]
+    if all(_same_shape(first, v) for v in returned[1:]) and first.kind not in ("unknown", "function", "class"):
+        return (first,)
+    return ()
+
+
+def _same_shape(a: Value, b: Value) -> bool:
+    if a.kind != b.kind:
+        return False
+    if a.kind == "tensor":
+        return a.rg == b.rg
+    if a.kind == "tuple":
+        return len(a.items) == len(b.items) and all(_same_shape(x, y) for x, y in zip(a.items, b.items))
+    return True
 
 
 def _grad_flag(node: Optional[cst.BaseExpression]) -> Optional[bool]:

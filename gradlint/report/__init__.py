@@ -22,10 +22,11 @@ class ReportContext:
     quiet: bool = False  # concise: findings only, no summary line
 
 
-FORMATS = ("concise", "full", "json", "github", "sarif")
+FORMATS = ("concise", "full", "json", "github", "sarif", "junit", "gitlab")
 
 # format name -> module in this package ("json_" so as not to shadow the standard library)
-_MODULES = {"concise": "concise", "full": "full", "json": "json_", "github": "github", "sarif": "sarif"}
+_MODULES = {"concise": "concise", "full": "full", "json": "json_", "github": "github", "sarif": "sarif",
+            "junit": "junit", "gitlab": "gitlab"}
 
 
 def render(findings: List[Finding], fmt: str, ctx: ReportContext) -> str:

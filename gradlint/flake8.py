@@ -1,0 +1,56 @@
+"""The flake8 plugin (entry point ``flake8.extension``: ``GL = gradlint.flake8:Plugin``).
+
+A thin adapter over the engine: the lines flake8 has already read are joined and linted with
+``engine.lint_text``, so each file is parsed once by libcst (flake8's own ``ast`` is not used),
+and a file that never mentions torch costs one substring search (the engine's pre-filter).
+
+flake8 only runs a plugin that asks for ``tree`` (or for logical/physical lines), and builds the
+``ast`` for every file anyway (for E999), so asking for it costs nothing; it is ignored here.
+
+Every gradlint code is reported and flake8 does the selection (``--select``, ``extend-select``,
+``--extend-ignore``, ``per-file-ignores``, ``# noqa``). GL000 (syntax errors) is left out: flake8
+reports E999 itself. ``[tool.gradlint]`` settings do not apply under flake8.
+"""
+
+from __future__ import annotations
+
+from typing import Any, FrozenSet, Iterator, List, Optional, Tuple
+
+import gradlint
+
+_CODES: Optional[FrozenSet[str]] = None
+
+
+def _codes() -> FrozenSet[str]:
+    global _CODES
+    if _CODES is None:
+        from gradlint.rule import SyntaxErrorRule, registry
+
+        _CODES = frozenset(c for c in registry() if c != SyntaxErrorRule.code)
+    return _CODES
+
+
+class Plugin:
+    name = "gradlint"
+    version = gradlint.__version__
+
+    def __init__(self, tree: Any, lines: List[str], filename: str) -> None:
+        self.lines = lines
+        self.filename = filename
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        text = "".join(self.lines)
+        from gradlint.engine import PREFILTER_TOKENS
+
+        if not any(tok in text for tok in PREFILTER_TOKENS):
+            return
+        from gradlint.engine import Options, lint_text
+
+        try:
+            findings = lint_text(self.filename, text, Options(codes=_codes()))
+        except Exception as exc:  # never a traceback from a plugin: report it as GL001
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            yield 1, 0, f"GL001 internal error in gradlint: {detail}", type(self)
+            return
+        for f in findings:
+            yield f.line, max(f.column - 1, 0), f"{f.code} {f.message}", type(self)

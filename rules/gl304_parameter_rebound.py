@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gradlint.model.names import dotted
+from gradlint.rule import Rule, Severity
+
+
+def _reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
+    """Does ``expr`` contain ``<key>.grad``?"""
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == key:
+            return True
+        stack.extend(c for c in n.children if isinstance(c, cst.BaseExpression))
+    return False
+
+
+class ParameterRebound(Rule):
+    """
+    ## What it does
+    Finds a manual update that rebinds a leaf instead of changing it in place:
+    `w = w - lr * w.grad` where `w` is a tensor created with `requires_grad=True` (or a
+    parameter).
+
+    ## Why is this bad
+    The name now holds a new tensor:
+    - outside `torch.no_grad()` it is a *non-leaf* computed from the old `w`: after the next
+      `backward()` its `.grad` is `None` (torch warns), and `lr * w.grad` raises
+      `TypeError: unsupported operand type(s) for *: 'float' and 'NoneType'`;
+    - inside `torch.no_grad()` it no longer requires grad: the next `backward()` raises
+      `RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn`.
+    In a training loop this fails on the second iteration (an error); outside a loop it is
+    reported as a warning.
+
+    ## Example
+    ```python
+    for _ in range(steps):
+        loss = ((w * x - y) ** 2).sum()
+        loss.backward()
+        w = w - lr * w.grad
+    ```
+
+    ## Use instead
+    ```python
+    with torch.no_grad():
+        w -= lr * w.grad      # in place: w stays the same leaf
+    w.grad = None
+    ```
+
+    ## References
+    - https://pytorch.org/tutorials/beginner/examples_autograd/polynomial_autograd.html
+    """
+
+    code = "GL304"
+    name = "parameter-rebound"
+    severity = Severity.ERROR
+    message = "`{name} = ... {name}.grad ...` rebinds the leaf `{name}` to a new tensor: {effect}"
+    hint = "update in place under `with torch.no_grad(): {name} -= lr * {name}.grad`"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        key: Optional[str] = dotted(node.targets[0].target)
+        if key is None or not _reads_grad_of(node.value, key):
+            return
+        model = self.model
+        cur = model.lookup(key)
+        if not cur.leaf_requiring_grad or model.value_of(node.value).leaf_requiring_grad:
+            return  # not a leaf, or rebound to a new leaf on purpose (.detach().requires_grad_())
+        if model.grad_enabled is True:
+            effect = "it is a non-leaf, so its `.grad` is None after the next backward()"
+        elif model.grad_enabled is False:
+            effect = "it no longer requires grad, so the next backward() raises RuntimeError"
+        else:
+            return
+        self.report(
+            node, name=key, effect=effect,
+            severity=None if model.loop_depth > 0 else Severity.WARNING,
+        )

@@ -1,0 +1,481 @@
+"""Autofix: ``gradlint check --fix`` / ``--diff`` / ``--unsafe-fixes``, the fix module
+(node-relative edits, offsets, rounds, atomic writes that keep encoding, line endings and mode)
+and GL101's first fix.
+
+The fix fixtures live in ``fixtures/fixes/``: ``NAME.input.py`` is fixed in a copy and compared
+with ``NAME.expected.py``; the fixed code is then imported and run on real torch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradlint.cli import main
+from gradlint.engine import Options, lint_text
+from gradlint.fix import (
+    MAX_ROUNDS, apply_edits, fix_text, insert_after, insert_before, line_starts, node_range,
+    offset, position_of, replace, resolve_fix, select_fixes, split_lines, unified_diff, write_atomic,
+)
+from gradlint.rule import Edit, Finding, Fix, Severity, registry
+
+FIXES = Path(__file__).resolve().parent.parent / "fixtures" / "fixes"
+INPUT = FIXES / "GL101_manual_update.input.py"
+EXPECTED = FIXES / "GL101_manual_update.expected.py"
+
+UPDATE = "import torch\nw = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\nw -= 0.1 * w.grad\n"
+UPDATE_FIXED = (
+    "import torch\nw = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\n"
+    "with torch.no_grad():\n    w -= 0.1 * w.grad\n"
+)
+# a GL101 without a fix (a method call)
+METHOD = "import torch\nx = torch.ones(3, requires_grad=True)\nx.add_(1)\n"
+# GL101 whose fix is unsafe: not the manual update pattern
+IADD = "import torch\nx = torch.ones(3, requires_grad=True)\nx += 1\n"
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+def _runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)  # click < 8.2
+    except TypeError:
+        return CliRunner()
+
+
+def check(*args: str, input=None):
+    return _runner().invoke(main, ["check", "-j", "1", *args], input=input, catch_exceptions=False)
+
+
+def write(path: Path, text) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def options() -> Options:
+    return Options(codes=frozenset(registry()))
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ------------------------------------------------------------------------- the fix fixture
+def test_fixture_input_has_fixable_findings(tmp_path):
+    findings = lint_text("in.py", INPUT.read_text(encoding="utf-8"), options())
+    assert [(f.line, f.code) for f in findings] == [(17, "GL101"), (18, "GL101"), (28, "GL101")]
+    assert all(f.fixable and f.fix is not None and f.fix.safe for f in findings)
+    # and the expected output is clean
+    assert lint_text("out.py", EXPECTED.read_text(encoding="utf-8"), options()) == []
+
+
+def test_fix_fixture_matches_expected(tmp_path):
+    target = tmp_path / "manual_update.py"
+    target.write_bytes(INPUT.read_bytes())
+    r = check("--fix", "manual_update.py")
+    assert r.exit_code == 0, r.output
+    assert target.read_bytes() == EXPECTED.read_bytes()
+    assert r.stdout == "All checks passed (1 file checked).\n"
+    assert r.stderr == "Fixed 3 findings in 1 file.\n"
+
+
+def test_fixed_fixture_runs_on_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    broken = load(INPUT, "gradlint_fix_input")
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        broken.train()
+
+    target = tmp_path / "fixed_manual_update.py"
+    target.write_bytes(INPUT.read_bytes())
+    assert check("--fix", target.name).exit_code == 0
+    fixed = load(target, "gradlint_fix_output")
+    w, b = fixed.train(steps=3, lr=0.1)
+
+    # the same steps written by hand
+    ew = torch.ones(3, requires_grad=True)
+    eb = torch.zeros(1, requires_grad=True)
+    x = torch.tensor([1.0, 2.0, 3.0])
+    for _ in range(3):
+        (((ew * x).sum() + eb).pow(2).sum()).backward()
+        with torch.no_grad():
+            ew -= 0.1 * ew.grad
+            eb -= 0.1 * eb.grad
+        ew.grad = None
+        eb.grad = None
+    assert torch.allclose(w, ew) and torch.allclose(b, eb)
+    assert not torch.equal(w, torch.ones(3))  # it did update
+    assert w.is_leaf and w.requires_grad
+    assert torch.allclose(fixed.one_step(), torch.zeros(2))  # w - 0.5 * 2w
+
+
+def test_fix_twice_changes_nothing_the_second_time(tmp_path):
+    target = write(tmp_path / "a.py", INPUT.read_bytes())
+    assert check("--fix", "a.py").exit_code == 0
+    once = target.read_bytes()
+    mtime = target.stat().st_mtime_ns
+    r = check("--fix", "a.py")
+    assert r.exit_code == 0
+    assert target.read_bytes() == once
+    assert target.stat().st_mtime_ns == mtime  # not even rewritten
+    assert r.stderr == ""
+
+
+# ------------------------------------------------------------------------------- --diff
+def test_diff_prints_the_change_and_writes_nothing(tmp_path):
+    target = write(tmp_path / "a.py", INPUT.read_bytes())
+    before = target.read_bytes()
+    r = check("--diff", "a.py")
+    assert r.exit_code == 1
+    assert target.read_bytes() == before
+    expected = "".join(difflib.unified_diff(
+        split_lines(INPUT.read_text(encoding="utf-8")), split_lines(EXPECTED.read_text(encoding="utf-8")),
+        fromfile="a.py", tofile="a.py"))
+    assert r.stdout == expected
+    assert r.stdout.startswith("--- a.py\n+++ a.py\n@@ ")
+    assert r.stderr == "Would fix 3 findings in 1 file.\n"
+    assert not list(tmp_path.glob(".a.py.*"))  # no temporary file left
+
+
+def test_diff_with_nothing_to_fix_exits_0(tmp_path):
+    write(tmp_path / "m.py", METHOD)  # a finding, but no fix
+    r = check("--diff", "m.py")
+    assert r.exit_code == 0
+    assert r.stdout == ""
+    assert r.stderr == "No fixes to apply.\n"
+
+
+def test_diff_exit_zero_and_quiet(tmp_path):
+    write(tmp_path / "a.py", UPDATE)
+    r = check("--diff", "--exit-zero", "-q", "a.py")
+    assert r.exit_code == 0 and r.stdout.startswith("--- a.py") and r.stderr == ""
+
+
+def test_diff_to_output_file(tmp_path):
+    write(tmp_path / "a.py", UPDATE)
+    r = check("--diff", "--output-file", "fix.diff", "a.py")
+    assert r.exit_code == 1 and r.stdout == ""
+    assert (tmp_path / "fix.diff").read_text(encoding="utf-8").startswith("--- a.py\n+++ a.py\n")
+    assert (tmp_path / "a.py").read_text(encoding="utf-8") == UPDATE
+
+
+# ------------------------------------------------------------------------ what gets fixed
+def test_only_fixed_findings_disappear(tmp_path):
+    write(tmp_path / "a.py", UPDATE + "w.add_(1)\n")
+    r = check("--fix", "a.py")
+    assert r.exit_code == 1  # the method call remains
+    out = r.stdout.splitlines()
+    assert len(out) == 2 and out[0].startswith("a.py:6:1: GL101 in-place `.add_()`")
+    assert (tmp_path / "a.py").read_text(encoding="utf-8") == UPDATE_FIXED + "w.add_(1)\n"
+    assert r.stderr == "Fixed 1 finding in 1 file.\n"
+
+
+def test_unsafe_fix_needs_unsafe_fixes(tmp_path):
+    write(tmp_path / "a.py", IADD)
+    r = check("--fix", "a.py")
+    assert r.exit_code == 1
+    assert (tmp_path / "a.py").read_text(encoding="utf-8") == IADD
+    assert "1 unsafe fix not applied" in r.stderr
+    assert "a.py:3:1: GL101" in r.stdout
+    r = check("--fix", "--unsafe-fixes", "a.py")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "a.py").read_text(encoding="utf-8") == (
+        "import torch\nx = torch.ones(3, requires_grad=True)\nwith torch.no_grad():\n    x += 1\n")
+
+
+def test_unsafe_fixes_without_fix_changes_nothing(tmp_path):
+    write(tmp_path / "a.py", UPDATE)
+    r = check("--unsafe-fixes", "a.py")
+    assert r.exit_code == 1 and (tmp_path / "a.py").read_text(encoding="utf-8") == UPDATE
+
+
+def test_noqa_is_honoured_by_fix(tmp_path):
+    src = UPDATE.replace("w.grad\n", "w.grad  # noqa: GL101\n")
+    write(tmp_path / "a.py", src)
+    r = check("--fix", "a.py")
+    assert r.exit_code == 0 and (tmp_path / "a.py").read_text(encoding="utf-8") == src
+
+
+@pytest.mark.parametrize("imports, spelled", [
+    ("import torch as T\n", "T.no_grad"),
+    ("import torch.nn as nn\nimport torch\n", "torch.no_grad"),
+    ("from torch import no_grad\nimport torch as tt\n", "tt.no_grad"),
+])
+def test_fix_uses_the_files_name_for_torch(tmp_path, imports, spelled):
+    src = imports + "w = " + ("T" if "as T" in imports else "tt" if "as tt" in imports else "torch") + \
+        ".ones(3, requires_grad=True)\nw -= 0.1 * w.grad\n"
+    write(tmp_path / "a.py", src)
+    assert check("--fix", "a.py").exit_code == 0
+    assert f"\nwith {spelled}():\n    w -= 0.1 * w.grad\n" in (tmp_path / "a.py").read_text(encoding="utf-8")
+
+
+def test_fix_with_only_no_grad_imported(tmp_path):
+    src = "from torch import no_grad, ones\nw = ones(3, requires_grad=True)\nw -= 0.1 * w.grad\n"
+    write(tmp_path / "a.py", src)
+    assert check("--fix", "a.py").exit_code == 0
+    assert (tmp_path / "a.py").read_text(encoding="utf-8").endswith("with no_grad():\n    w -= 0.1 * w.grad\n")
+
+
+@pytest.mark.parametrize("line", [
+    "y = 1; w -= 0.1 * w.grad",  # not alone on its line
+    "w -= 0.1 * w.grad;",  # a semicolon
+    "if True: w -= 0.1 * w.grad",  # a one-line suite
+    "w -= (0.1 *\n      w.grad)",  # over two lines
+])
+def test_no_fix_offered(tmp_path, line):
+    src = "import torch\nw = torch.ones(3, requires_grad=True)\n" + line + "\n"
+    findings = lint_text("a.py", src, options())
+    assert [f.code for f in findings] == ["GL101"]
+    assert findings[0].fix is None and not findings[0].fixable
+
+
+def test_fix_keeps_nested_indentation_and_tabs(tmp_path):
+    src = ("import torch\n"
+           "def f():\n"
+           "\tw = torch.ones(3, requires_grad=True)\n"
+           "\tfor _ in range(2):\n"
+           "\t\tw -= 0.1 * w.grad  # step\n")
+    write(tmp_path / "a.py", src)
+    assert check("--fix", "a.py").exit_code == 0
+    assert (tmp_path / "a.py").read_text(encoding="utf-8").endswith(
+        "\tfor _ in range(2):\n\t\twith torch.no_grad():\n\t\t\tw -= 0.1 * w.grad  # step\n")
+
+
+# ------------------------------------------------------------------ bytes on disk are kept
+def test_crlf_is_kept(tmp_path):
+    target = write(tmp_path / "a.py", INPUT.read_bytes().replace(b"\n", b"\r\n"))
+    assert check("--fix", "a.py").exit_code == 0
+    assert target.read_bytes() == EXPECTED.read_bytes().replace(b"\n", b"\r\n")
+
+
+def test_bom_is_kept(tmp_path):
+    target = write(tmp_path / "a.py", b"\xef\xbb\xbf# \xc3\xa9t\xc3\xa9\n" + UPDATE.encode())
+    assert check("--fix", "a.py").exit_code == 0
+    assert target.read_bytes() == b"\xef\xbb\xbf# \xc3\xa9t\xc3\xa9\n" + UPDATE_FIXED.encode()
+
+
+def test_coding_cookie_is_kept(tmp_path):
+    head = "# -*- coding: latin-1 -*-\n# caf\xe9\n"
+    target = write(tmp_path / "a.py", (head + UPDATE).encode("latin-1"))
+    assert check("--fix", "a.py").exit_code == 0
+    assert target.read_bytes() == (head + UPDATE_FIXED).encode("latin-1")
+
+
+def test_missing_final_newline_is_kept(tmp_path):
+    target = write(tmp_path / "a.py", UPDATE.rstrip("\n"))
+    assert check("--fix", "a.py").exit_code == 0
+    assert target.read_text(encoding="utf-8") == UPDATE_FIXED.rstrip("\n")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_file_mode_is_kept(tmp_path):
+    target = write(tmp_path / "a.py", UPDATE)
+    target.chmod(0o750)
+    assert check("--fix", "a.py").exit_code == 0
+    assert stat.S_IMODE(target.stat().st_mode) == 0o750
+    assert target.read_text(encoding="utf-8") == UPDATE_FIXED
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links")
+def test_fix_writes_through_a_symlink(tmp_path):
+    real = write(tmp_path / "real.py", UPDATE)
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    assert check("--fix", "link.py").exit_code == 0
+    assert link.is_symlink()
+    assert real.read_text(encoding="utf-8") == UPDATE_FIXED
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_read_only_file(tmp_path):
+    ro = write(tmp_path / "ro.py", UPDATE)
+    rw = write(tmp_path / "rw.py", UPDATE)
+    ro.chmod(0o444)
+    try:
+        r = check("--fix", "ro.py", "rw.py")
+    finally:
+        ro.chmod(0o644)
+    assert r.exit_code == 1  # ro.py's finding remains
+    assert ro.read_text(encoding="utf-8") == UPDATE
+    assert rw.read_text(encoding="utf-8") == UPDATE_FIXED
+    err = r.stderr.splitlines()
+    assert err[0] == "gradlint: ro.py: cannot write fixes: the file is read-only"
+    assert err[1] == "Fixed 1 finding in 1 file."
+    assert [line.split(":")[0] for line in r.stdout.splitlines() if ": GL" in line] == ["ro.py"]
+    assert not [p for p in tmp_path.iterdir() if "gradlint-tmp" in p.name]
+
+
+def test_unwritable_directory(tmp_path, monkeypatch):
+    """(root ignores directory permissions, so the failure is simulated)"""
+    import tempfile
+
+    write(tmp_path / "a.py", UPDATE)
+
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    r = check("--fix", "a.py")
+    assert r.exit_code == 1
+    assert (tmp_path / "a.py").read_text(encoding="utf-8") == UPDATE
+    assert r.stderr.splitlines()[0].startswith("gradlint: a.py: cannot write fixes: cannot create a file in")
+
+
+# --------------------------------------------------------------- a fix that breaks the code
+def test_fix_whose_result_does_not_parse_is_rejected(tmp_path, monkeypatch):
+    rule_module = sys.modules[registry()["GL101"].__module__]
+
+    def broken(model, node):
+        return Fix((insert_before(node, "with (:\n    "),), safe=True, description="broken")
+
+    monkeypatch.setattr(rule_module, "_no_grad_fix", broken)
+    target = write(tmp_path / "a.py", UPDATE)
+    r = check("--fix", "a.py")
+    assert r.exit_code == 1
+    assert target.read_text(encoding="utf-8") == UPDATE
+    err = r.stderr.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("gradlint: a.py: the fixed code does not parse (fixes for GL101")
+    assert err[0].endswith("the file is left unchanged")
+    assert r.stdout.startswith("a.py:4:1: GL101 ")  # the finding stays
+
+
+def _finding(line: int, fix: Fix) -> Finding:
+    return Finding(path="t.py", line=line, column=1, end_line=line, end_column=2, code="GL101",
+                   name="inplace-on-leaf", severity=Severity.ERROR, message="m", fixable=True, fix=fix)
+
+
+def test_fix_text_rejects_unparseable_result():
+    calls = []
+
+    def lint(display, text, opts):
+        calls.append(text)
+        return [_finding(1, Fix((Edit(0, 0, "def ("),)))]
+
+    result = fix_text("t.py", "x = 1\n", None, lint=lint)
+    assert result.text == "x = 1\n" and result.fixed == 0
+    assert "does not parse" in result.error
+    assert [f.line for f in result.findings] == [1]
+
+
+# ------------------------------------------------------------------ rounds and overlaps
+def test_overlapping_fixes_take_several_rounds():
+    """Two fixes that touch the same range: one per round, re-linting in between."""
+    def lint(display, text, opts):
+        out = []
+        if "a" in text:
+            out.append(_finding(1, Fix((Edit(text.index("a"), text.index("a") + 1, "b"),))))
+        if "xy" in text:
+            i = text.index("xy")
+            out.append(_finding(1, Fix((Edit(i - 1 if i else 0, i + 2, "z"),))))
+        return out
+
+    # "axy": the first fix (a -> b) overlaps the second ([0, 3) -> z); round 1 takes only the
+    # first, round 2 (re-linted: "bxy") the second
+    result = fix_text("t.py", "axy\n", None, lint=lint)
+    assert result.text == "z\n" and result.fixed == 2 and not result.error
+
+
+def test_rounds_are_bounded():
+    def lint(display, text, opts):  # a fix that never makes its finding go away
+        return [_finding(1, Fix((Edit(0, 0, "#\n"),)))]
+
+    result = fix_text("t.py", "x = 1\n", None, lint=lint)
+    assert result.fixed == MAX_ROUNDS
+    assert result.text == "#\n" * MAX_ROUNDS + "x = 1\n"
+    assert "did not converge" in result.note
+
+
+def test_select_fixes_skips_conflicts_and_unsafe():
+    a = _finding(1, Fix((Edit(0, 5, "A"),)))
+    b = _finding(1, Fix((Edit(3, 8, "B"),)))  # overlaps a
+    c = _finding(2, Fix((Edit(8, 8, "C"),)))  # touches b's end only, not a's
+    d = _finding(3, Fix((Edit(10, 12, "D"),), safe=False))
+    e = _finding(3, Fix((Edit(0, 0, "E"),)))  # same start as a: ambiguous order
+    chosen = [f for f, _ in select_fixes([a, b, c, d, e])]
+    assert chosen == [a, c]
+    assert [f for f, _ in select_fixes([a, b, c, d, e], unsafe=True)] == [a, c, d]
+
+
+def test_apply_edits():
+    assert apply_edits("hello world", [Edit(0, 5, "HELLO"), Edit(11, 11, "!"), Edit(5, 5, ",")]) == "HELLO, world!"
+    with pytest.raises(ValueError):
+        apply_edits("abc", [Edit(2, 9, "x")])
+
+
+# ---------------------------------------------------------------------- offsets and nodes
+def test_line_starts_and_offsets():
+    text = "ab\r\ncd\ne\rf"
+    assert line_starts(text) == (0, 4, 7, 9)
+    assert offset(text, 2, 1) == 5 and text[5] == "d"
+    assert offset(text, 4, 0) == 9 and text[9] == "f"
+    assert position_of(text, 5) == (2, 1)
+    with pytest.raises(ValueError):
+        offset(text, 9, 0)
+
+
+def test_node_edits_resolve_to_offsets():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    text = "import torch\r\nif x:\r\n\té = w.grad  # c\r\n"
+    module = cst.parse_module(text)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assign = module.body[1].body.body[0].body[0]
+    value = assign.value
+    start, end = node_range(positions, value, text)
+    assert text[start:end] == "w.grad"
+    fix = Fix((replace(value, "g"), insert_after(value, ".clone()"),
+               insert_before(assign, "with a:\n    ", reindent=True)), safe=False, description="d")
+    resolved = resolve_fix(fix, positions, text, module)
+    assert resolved.safe is False and resolved.description == "d"
+    assert all(type(e) is Edit for e in resolved.edits)  # plain offsets, no nodes kept
+    assert apply_edits(text, resolved.edits) == "import torch\r\nif x:\r\n\twith a:\r\n\t\té = g.clone()  # c\r\n"
+    # a node that is not in the tree: the fix is dropped
+    assert resolve_fix(Fix((replace(cst.Name("zz"), "y"),)), positions, text, module) is None
+
+
+def test_unified_diff_marks_a_missing_final_newline():
+    d = unified_diff("f.py", "a\nb", "a\nc")
+    assert d.endswith("-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n")
+
+
+def test_write_atomic_refuses_read_only(tmp_path):
+    p = write(tmp_path / "f.py", "x\n")
+    p.chmod(0o444)
+    try:
+        assert "read-only" in write_atomic(str(p), b"y\n")
+    finally:
+        p.chmod(0o644)
+    assert p.read_text(encoding="utf-8") == "x\n"
+
+
+# ------------------------------------------------------------------------------ stdin
+def test_fix_stdin_prints_the_fixed_source(tmp_path):
+    r = check("--fix", "-", "--stdin-filename", "t.py", input=UPDATE + "w.add_(1)\n")
+    assert r.exit_code == 1
+    assert r.stdout == UPDATE_FIXED + "w.add_(1)\n"
+    assert "t.py:6:1: GL101" in r.stderr  # the report goes to stderr
+
+
+def test_diff_stdin(tmp_path):
+    r = check("--diff", "-", "--stdin-filename", "t.py", input=UPDATE)
+    assert r.exit_code == 1
+    assert r.stdout.startswith("--- t.py\n+++ t.py\n")
+    assert "+with torch.no_grad():\n" in r.stdout
