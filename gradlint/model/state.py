@@ -19,9 +19,32 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.names import ImportMap, canonical, dotted
 from gradlint.model.values import (
-    CLASS, FUNCTION, MODULE, NAMED_PARAMS, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN,
-    UNKNOWN_VALUE, Cut, Value, leaf_rg, plain_tensor,
+    CLASS, FUNCTION, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
+    UNKNOWN, UNKNOWN_VALUE, Cut, Value, leaf_rg, next_id, plain_tensor,
 )
+
+
+class Loop:
+    """A loop being walked: the names bound before it, and where its values start."""
+
+    __slots__ = ("node", "outer", "start_id")
+
+    def __init__(self, node: Any, outer: set, start_id: int) -> None:
+        self.node = node
+        self.outer = outer  # keys bound before the loop (the loop variable excluded)
+        self.start_id = start_id  # values with a smaller id were made before the loop
+
+
+class Event:
+    """One training-step call, in walk order: kind is 'backward', 'step', 'zero_grad',
+    'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
+
+    __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function")
+
+    def __init__(self, seq: int, kind: str, key: Optional[str], node: Any, loops: Tuple[Any, ...],
+                 statement: Any, function: Any) -> None:
+        self.seq, self.kind, self.key, self.node = seq, kind, key, node
+        self.loops, self.statement, self.function = loops, statement, function
 
 Env = Dict[str, Value]
 
@@ -87,6 +110,15 @@ class Model:
         self.reads: Dict[int, int] = {}
         # ids of tensors on which retain_grad() was called
         self.retained: set = set()
+        self.loops: List[Loop] = []
+        # backward/step/zero_grad calls in walk order (see Event)
+        self.events: List[Event] = []
+        # ids of op outputs whose backward reads saved tensors; ids of graph values that a
+        # backward() without retain_graph has freed
+        self.savers: set = set()
+        self.freed: Dict[int, Any] = {}
+        # keys (names) on which backward() was called
+        self.backwarded_keys: set = set()
         self._memo: Dict[int, Value] = {}
         self._emit = emit
         self._dotted_keys = 0
@@ -236,6 +268,10 @@ class Model:
             ):
                 self._set_requires_grad(target.value, node.value, node)
                 continue
+            if isinstance(target, cst.Attribute) and target.attr.value == "grad":
+                if isinstance(node.value, cst.Name) and node.value.value == "None":
+                    self.log("zero_grad", dotted(target), node)  # p.grad = None
+                continue
             self.bind_target(target, value)
 
     def exec_ann_assign(self, node: cst.AnnAssign) -> None:
@@ -356,6 +392,15 @@ class Model:
                 v = self.value_of(el.value)
                 items.append(UNKNOWN_VALUE if isinstance(el, cst.StarredElement) else v)
             return Value(TUPLE, items=tuple(items), cuts=_union(i.cuts for i in items))
+        if t is cst.Dict:
+            items = []
+            for el in node.elements:
+                if isinstance(el, cst.DictElement):
+                    self.value_of(el.key)
+                    items.append(self.value_of(el.value))
+                else:
+                    items.append(UNKNOWN_VALUE)
+            return Value(TUPLE, items=tuple(items), cuts=_union(i.cuts for i in items))
         if t is cst.Comparison:
             vals = [self.value_of(node.left)] + [self.value_of(c.comparator) for c in node.comparisons]
             if any(v.kind == TENSOR for v in vals):
@@ -397,7 +442,7 @@ class Model:
         if attr == "grad":
             self.used_as_leaf.add(base.id)
             self._emit("grad_read", (node, base))
-            return Value(TENSOR, rg=False, leaf=True)
+            return Value(TENSOR, rg=False, leaf=True, alias_of=base, alias_kind="grad")
         if attr in api.TENSOR_ATTRS_VIEW:
             return self._derived(base, [], node, view=True)
         return UNKNOWN_VALUE
@@ -463,6 +508,7 @@ class Model:
 
     def _record_saves(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
         saved = self.saved
+        self.savers.add(out.id)
         if op in api.SAVES_OUTPUT:
             saved.setdefault(out.id, []).append((out.id, f"the output of `{op}`"))
         elif op in api.SAVES_OTHER or op == "div":
@@ -598,7 +644,9 @@ class Model:
         cuts = _union(a.cuts for a in args)
         if grad is True:
             deps = _union(a.deps for a in args if a.kind == TENSOR and a.rg)
-            return Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
+            out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
+            self.savers.add(out.id)  # e.g. Linear saves its input to compute the weight's grad
+            return out
         if grad is False:
             out = plain_tensor(cuts=cuts)
             out.made = "computed"
@@ -624,7 +672,7 @@ class Model:
             return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
         if q in api.BACKWARD_FUNCS:
             if args:
-                self.backward_on(node, args[0])
+                self.backward_on(node, args[0], dotted(node.args[0].value), retain=_retains(node))
             self._escape(args[1:])  # autograd.grad(loss, inputs): gradients of these are wanted
             return UNKNOWN_VALUE
         if q in api.DIFF_FUNCS:
@@ -664,9 +712,16 @@ class Model:
                 return Value(NDARRAY, src=next((s for s in srcs if s is not None), None),
                              cuts=_union(a.cuts for a in args))
             return UNKNOWN_VALUE
-        if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
+        if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper() and "lr_scheduler" not in q:
             params = args[0] if args else UNKNOWN_VALUE
             self._emit("optimizer", (node, _flatten(params)))
+            self._escape(args)
+            owner = None
+            first = node.args[0].value if node.args else None
+            if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
+                    and first.func.attr.value in ("parameters", "named_parameters"):
+                owner = dotted(first.func.value)
+            return Value(OPTIMIZER, node=owner)
         self._escape(args)
         return UNKNOWN_VALUE
 
@@ -702,8 +757,14 @@ class Model:
         if attr == "named_parameters":
             return Value(NAMED_PARAMS)
         if attr == "backward":
-            self.backward_on(node, receiver)
+            key = dotted(node.func.value)  # type: ignore[attr-defined]
+            if kind == UNKNOWN and args and node.args[0].keyword is None:
+                receiver = args[0]  # accelerator.backward(loss), manual_backward(loss)
+                key = dotted(node.args[0].value)
+            self.backward_on(node, receiver, key, retain=_retains(node))
             return UNKNOWN_VALUE
+        if attr in ("step", "zero_grad"):
+            self._train_call(receiver, attr, node)
         if kind == MODULE:
             if attr in ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "requires_grad_"):
                 return receiver
@@ -753,6 +814,8 @@ class Model:
             return UNKNOWN_VALUE
         if attr.endswith("_") and not attr.startswith("_") and attr not in api.NOT_INPLACE:
             self.inplace(node, receiver, f"`.{attr}()`")
+            if receiver.alias_kind == "grad" and attr == "zero_":
+                self.log("zero_grad_keep", dotted(node.func.value), node)  # type: ignore[attr-defined]
             new = self._inplace_effect(node.func.value, args)  # type: ignore[attr-defined]
             return new if new is not None else receiver
         if attr == "clone":
@@ -789,6 +852,25 @@ class Model:
             self.retained.add(receiver.id)
         self._escape([receiver])  # retain_grad(), register_hook(), ...
         return UNKNOWN_VALUE
+
+    def enter_loop(self, node: Any, outer: set) -> None:
+        self.loops.append(Loop(node, outer, next_id()))
+        self.loop_depth += 1
+
+    def exit_loop(self) -> None:
+        self.loops.pop()
+        self.loop_depth -= 1
+
+    def log(self, kind: str, key: Optional[str], node: Any) -> None:
+        self.events.append(Event(len(self.events), kind, key, node, tuple(l.node for l in self.loops),
+                                 self.current_statement,
+                                 self.function_stack[-1] if self.function_stack else None))
+
+    def defined_before_loop(self, key: Optional[str]) -> bool:
+        """Is ``key`` a name bound before the innermost loop (it outlives an iteration)?"""
+        if key is None or not self.loops:
+            return False
+        return key.split(".", 1)[0] in self.loops[-1].outer or key in self.loops[-1].outer
 
     def here(self) -> Tuple[Any, Tuple[str, ...]]:
         """Where a finding recorded now belongs (for a rule that reports it later)."""
@@ -843,11 +925,30 @@ class Model:
             and self.grad_enabled is True
         )
 
-    def backward_on(self, node: Any, value: Value) -> None:
+    def _train_call(self, receiver: Value, attr: str, node: cst.Call) -> None:
+        key = dotted(node.func.value)  # type: ignore[attr-defined]
+        if attr == "zero_grad":
+            keep = _const_bool(_kwvalue(node, "set_to_none")) is False
+            self.log("zero_grad_keep" if keep else "zero_grad", key, node)
+            return
+        last = (key or "").rsplit(".", 1)[-1].lower()
+        if receiver.kind == OPTIMIZER or (receiver.kind == UNKNOWN and "opt" in last and "sched" not in last):
+            self.log("step", key, node)
+        elif receiver.kind == UNKNOWN and "scaler" in last and node.args:
+            self.log("step", dotted(node.args[0].value), node)  # GradScaler.step(optimizer)
+
+    def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False) -> None:
         values = value.items if value.kind == TUPLE else (value,)
+        if key is not None:
+            self.backwarded_keys.add(key)
+        self.log("backward", key, node)
         for v in values:
-            self.backwarded.add(v.id)
             self._emit("backward", (node, v))
+            self.backwarded.add(v.id)
+            if not retain:
+                for d in v.deps:
+                    if d in self.savers and d not in self.freed:
+                        self.freed[d] = node
 
 
 _BINOP_NAMES = {
@@ -860,6 +961,16 @@ _AUG_NAMES = {
     cst.BitAndAssign: "&=", cst.BitOrAssign: "|=", cst.BitXorAssign: "^=",
     cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
 }
+
+
+def _retains(call: cst.Call) -> bool:
+    """backward(retain_graph=...)/autograd.grad(create_graph=...): anything but a literal False
+    may keep the graph."""
+    for name in ("retain_graph", "create_graph"):
+        v = _kwvalue(call, name)
+        if v is not None and _const_bool(v) is not False:
+            return True
+    return False
 
 
 def _kwvalue(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:

@@ -11,6 +11,12 @@ import itertools
 from typing import Any, FrozenSet, Optional, Tuple
 
 _ids = itertools.count(1)
+_last_id = [0]
+
+
+def next_id() -> int:
+    """The id the next Value will get: values with smaller ids were made before now."""
+    return _last_id[0] + 1
 
 # kinds
 TENSOR = "tensor"
@@ -22,6 +28,7 @@ NAMED_PARAMS = "named_params"
 TUPLE = "tuple"  # a tuple/list literal, or a tuple-returning call; ``items`` holds elements
 FUNCTION = "function"  # a function defined in this module
 CLASS = "class"
+OPTIMIZER = "optimizer"  # a torch.optim optimizer; ``node`` holds the key of the module it optimises
 UNKNOWN = "unknown"
 
 
@@ -77,7 +84,7 @@ class Value:
         self.leaf = leaf  # tensor: is a graph leaf (True/False/None)
         self.probable = probable  # rg inferred from a module call: parameters may be frozen
         self.view_of_leaf = view_of_leaf  # a view of a leaf that requires grad
-        self.id = next(_ids)
+        self.id = _last_id[0] = next(_ids)
         # ids of the requires-grad values this value depends on differentiably (itself included)
         self.deps = deps | {self.id} if rg else deps
         self.cuts = cuts

@@ -216,7 +216,8 @@ class Walker:
         self.field(node.params)
         self.field(node.returns)
         saved_env, saved_grad, saved_kind = model.snapshot(), model.grad_enabled, model.scope_kind
-        saved_loop, saved_assumed = model.loop_depth, model.grad_assumed
+        saved_loop, saved_assumed, saved_loops = model.loop_depth, model.grad_assumed, model.loops
+        model.loops = []
         model.restore({})
         model.grad_enabled, model.grad_assumed = self._function_grad_mode(node)
         model.scope_kind = "function"
@@ -230,7 +231,7 @@ class Walker:
             returned = model.returns.pop()
             model.restore(saved_env)
             model.grad_enabled, model.scope_kind, model.loop_depth = saved_grad, saved_kind, saved_loop
-            model.grad_assumed = saved_assumed
+            model.grad_assumed, model.loops = saved_assumed, saved_loops
         fn = Value(FUNCTION, node=node, items=_summary(returned))
         model.bind_key(node.name.value, fn)
         if saved_kind == "class" and model.class_attrs:
@@ -325,12 +326,14 @@ class Walker:
             model.current_statement = prev
         model.restore(Model.join(ends) if ends else before)
 
-    def _loop_body(self, body: Any, orelse: Any) -> None:
+    def _loop_body(self, body: Any, orelse: Any, node: Any, outer: Any = None) -> None:
         model = self.model
         before = model.snapshot()
-        model.loop_depth += 1
-        self._block(body)
-        model.loop_depth -= 1
+        model.enter_loop(node, outer if outer is not None else set(before))
+        try:
+            self._block(body)
+        finally:
+            model.exit_loop()
         # the body runs zero or more times: keep what both paths agree on
         model.restore(Model.join([before, model.env]))
         if orelse is not None:
@@ -340,14 +343,15 @@ class Walker:
         model = self.model
         self.walk(node.iter)
         it = model.value_of(node.iter)
+        outer = set(model.env)
         self.walk(node.target)
         model.bind_target(node.target, element_of(it))
-        self._loop_body(node.body, node.orelse)
+        self._loop_body(node.body, node.orelse, node, outer)
 
     def _while(self, node: cst.While) -> None:
         self.walk(node.test)
         self.model.value_of(node.test)
-        self._loop_body(node.body, node.orelse)
+        self._loop_body(node.body, node.orelse, node)
 
     def _try(self, node: Any) -> None:
         model = self.model

@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+import libcst as cst
+
+from gradlint.fix import insert_after, insert_before, replace
+from gradlint.rule import Fix, Rule, Severity
+
+_CODE = cst.Module([])
+
+
+def _method_call(node: cst.BaseExpression, *names: str) -> Optional[cst.Call]:
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:
+        return node
+    return None
+
+
+class StateDictAlias(Rule):
+    """
+    ## What it does
+    Finds a "snapshot" of a model's weights that is really a live view, kept while training
+    goes on: `best = model.state_dict()`, `copy.copy(model.state_dict())`,
+    `model.state_dict().copy()`, `dict(model.named_parameters())`, `list(model.parameters())`,
+    stored in a variable, an attribute or a container, when an `optimizer.step()` follows (or
+    the snapshot is taken inside the training loop).
+
+    ## Why is this bad
+    Silently wrong. `state_dict()` returns the parameter and buffer tensors themselves (detached
+    views sharing storage, BatchNorm running statistics included); shallow copies of the dict or
+    list copy the references, not the data. Every later `optimizer.step()` changes the
+    "snapshot": the "best model" you restore or save is the last one.
+
+    Saving or loading at once (`torch.save(model.state_dict(), path)`,
+    `other.load_state_dict(model.state_dict())`) is fine and not reported.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        train_one_epoch(model, optimizer)
+        if val_acc > best_acc:
+            best_state = model.state_dict()    # follows every later step
+    model.load_state_dict(best_state)          # restores the last weights, not the best
+    ```
+
+    ## Use instead
+    ```python
+    best_state = copy.deepcopy(model.state_dict())
+    # or
+    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    ```
+
+    ## Fix safety
+    Safe: the fix wraps the snapshot in `copy.deepcopy(...)` (adding `import copy` where needed)
+    or clones the tensors of `dict(named_parameters())` / `list(parameters())`. The snapshot
+    then holds the same values at that moment and no longer changes; nothing else is affected.
+
+    ## References
+    - https://pytorch.org/tutorials/beginner/saving_loading_models.html
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.state_dict
+    """
+
+    code = "GL401"
+    name = "state-dict-alias"
+    severity = Severity.ERROR
+    fixable = True
+    message = "`{expr}` is a live view of the weights, not a snapshot: the optimizer steps that follow change it too"
+    hint = "take a real copy: `copy.deepcopy(model.state_dict())`"
+
+    def __init__(self, model: Any, sink: Any) -> None:
+        super().__init__(model, sink)
+        self._pending: List[Tuple[Any, ...]] = []
+        self._module: Optional[cst.Module] = None
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
+
+    def _snapshot(self, value: cst.BaseExpression) -> Optional[Tuple[str, str]]:
+        """(description, replacement) when ``value`` is a live view of a module's tensors."""
+        q = self.model.qualname
+        code = _CODE.code_for_node
+        inner: Optional[cst.BaseExpression] = None
+        if _method_call(value, "state_dict"):
+            inner = value
+        elif isinstance(value, cst.Call) and q(value.func) in ("copy.copy",) and value.args \
+                and _method_call(value.args[0].value, "state_dict"):
+            inner = value.args[0].value
+        elif _method_call(value, "copy") and _method_call(value.func.value, "state_dict"):  # type: ignore[attr-defined]
+            inner = value.func.value  # type: ignore[attr-defined]
+        if inner is not None:
+            return code(value), self._deepcopy(code(inner))
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(value.args) == 1:
+            arg = value.args[0].value
+            if value.func.value == "dict" and _method_call(arg, "named_parameters", "named_buffers"):
+                return code(value), "{n: p.detach().clone() for n, p in %s}" % code(arg)
+            if value.func.value in ("list", "tuple") and _method_call(arg, "parameters", "buffers"):
+                return code(value), "%s(p.detach().clone() for p in %s)" % (value.func.value, code(arg)) \
+                    if value.func.value == "tuple" else "[p.detach().clone() for p in %s]" % code(arg)
+        return None
+
+    def _deepcopy(self, inner: str) -> str:
+        names = self.model.imports.names
+        for local, full in names.items():
+            if full == "copy.deepcopy":
+                return f"{local}({inner})"
+        for local, full in names.items():
+            if full == "copy":
+                return f"{local}.deepcopy({inner})"
+        return f"copy.deepcopy({inner})"
+
+    def _import_edit(self, text: str) -> Any:
+        if not text.startswith("copy.deepcopy(") or self._module is None:
+            return None
+        body = self._module.body
+        last_import = None
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+            ):
+                last_import = stmt
+            elif isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(
+                stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString) and last_import is None:
+                continue  # the module docstring
+            else:
+                break
+        if last_import is not None:
+            return insert_after(last_import, "\nimport copy")
+        first = next((s for s in body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+                                              and isinstance(s.body[0], cst.Expr)
+                                              and isinstance(s.body[0].value, cst.SimpleString))), None)
+        return insert_before(first, "import copy\n") if first is not None else None
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        found = self._snapshot(node.value)
+        if found is None:
+            return
+        expr, text = found
+        edits = [replace(node.value, text)]
+        imp = self._import_edit(text)
+        if imp is not None:
+            edits.append(imp)
+        fix = Fix(tuple(edits), safe=True, description=f"use `{text}`")
+        model = self.model
+        seq = len(model.events)
+        loops = tuple(l.node for l in model.loops)
+        function = model.function_stack[-1] if model.function_stack else None
+        self._pending.append((node, model.here(), expr, fix, seq, loops, function))
+
+    def on_finish(self) -> None:
+        steps = [e for e in self.model.events if e.kind == "step"]
+        for node, context, expr, fix, seq, loops, function in self._pending:
+            # a step later in the same function, or in a loop around the snapshot
+            if any((e.seq >= seq and e.function is function) or set(e.loops) & set(loops) for e in steps):
+                self.report(node, context=context, expr=expr, fix=fix)

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from typing import Any, Dict, List, Set
+
+import libcst as cst
+
+from gradlint.rule import Rule, Severity
+
+_ZERO = ("zero_grad", "zero_grad_keep")
+
+
+def _called_names(node: cst.CSTNode) -> Set[str]:
+    names: Set[str] = set()
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call):
+            f = n.func
+            if isinstance(f, cst.Name):
+                names.add(f.value)
+            elif isinstance(f, cst.Attribute):
+                names.add(f.attr.value)
+        stack.extend(n.children)
+    return names
+
+
+class MissingZeroGrad(Rule):
+    """
+    ## What it does
+    Finds a training loop that calls `backward()` and `optimizer.step()` but never clears the
+    gradients in the loop (`optimizer.zero_grad()`, `model.zero_grad()`, `p.grad = None`), and
+    a `zero_grad()` placed between `backward()` and `step()` of the same optimizer.
+
+    ## Why is this bad
+    Silently wrong. `backward()` *adds* to `.grad`: without clearing, every step uses the sum of
+    all gradients so far (2, 4, 6, ... instead of 2, 2, 2), so training diverges or crawls.
+    Clearing between `backward()` and `step()` throws the fresh gradients away: `step()` sees
+    `None` (or zeros) and nothing is updated.
+
+    Gradient accumulation (`if (i + 1) % k == 0: optimizer.step(); optimizer.zero_grad()`) is
+    fine, as are several optimizers (a GAN) each cleared in the loop, and a `zero_grad()` done
+    inside a helper that the loop calls.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()          # gradients of all previous batches are still in .grad
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
+    - https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html
+    """
+
+    code = "GL601"
+    name = "missing-zero-grad"
+    severity = Severity.ERROR
+    message = "{what}"
+    hint = "call `optimizer.zero_grad()` once per step, before `loss.backward()`"
+
+    def on_finish(self) -> None:
+        events = self.model.events
+        by_loop: Dict[Any, List[Any]] = {}
+        for e in events:
+            for loop in e.loops:
+                by_loop.setdefault(loop, []).append(e)
+        zero_helpers = {e.function.name.value for e in events if e.kind in _ZERO and e.function is not None}
+        reported: Set[int] = set()
+        for loop, evs in by_loop.items():
+            kinds = {e.kind for e in evs}
+            if "backward" not in kinds or "step" not in kinds:
+                continue
+            steps = [e for e in evs if e.kind == "step"]
+            if not kinds & set(_ZERO):
+                if zero_helpers and _called_names(loop) & zero_helpers:
+                    continue  # a helper called in the loop clears the gradients
+                step = steps[0]
+                if id(step.node) not in reported:
+                    reported.add(id(step.node))
+                    self.report(
+                        step.node, context=(step.statement, ()),
+                        what="`step()` in a loop with `backward()` but no `zero_grad()`: gradients accumulate "
+                        "across iterations and every step uses their running sum",
+                    )
+                continue
+            for step in steps:
+                before = [e for e in evs if e.seq < step.seq and e.kind in ("backward",) + _ZERO]
+                if not before or before[-1].kind not in _ZERO or before[-1].key != step.key:
+                    continue
+                if not any(e.kind == "backward" for e in before):
+                    continue
+                zero = before[-1]
+                if id(zero.node) not in reported:
+                    reported.add(id(zero.node))
+                    self.report(
+                        zero.node, context=(zero.statement, ()),
+                        what="`zero_grad()` between `backward()` and `step()` clears the new gradients "
+                        "before the optimizer uses them: nothing is updated",
+                    )
