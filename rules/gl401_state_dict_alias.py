@@ -5,6 +5,7 @@ from typing import Any, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.fix import insert_after, insert_before, replace
+from gradlint.model.names import dotted
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])
@@ -144,11 +145,21 @@ class StateDictAlias(Rule):
         seq = len(model.events)
         loops = tuple(l.node for l in model.loops)
         function = model.function_stack[-1] if model.function_stack else None
-        self._pending.append((node, model.here(), expr, fix, seq, loops, function))
+        key = dotted(node.targets[0].target)
+        self._pending.append((node, model.here(), expr, fix, seq, loops, function, key))
 
     def on_finish(self) -> None:
-        steps = [e for e in self.model.events if e.kind == "step"]
-        for node, context, expr, fix, seq, loops, function in self._pending:
-            # a step later in the same function, or in a loop around the snapshot
-            if any((e.seq >= seq and e.function is function) or set(e.loops) & set(loops) for e in steps):
-                self.report(node, context=context, expr=expr, fix=fix)
+        if not self.model.imports_torch():
+            return  # another framework's .step()/.state_dict()
+        model = self.model
+        steps = [e for e in model.events if e.kind == "step"]
+        for node, context, expr, fix, seq, loops, function, key in self._pending:
+            # a step later in the same function, or in a loop around the snapshot ...
+            later = [e for e in steps if (e.seq >= seq and e.function is function) or set(e.loops) & set(loops)]
+            if not later:
+                continue
+            # ... and the snapshot is used after such a step (restored, saved, compared)
+            last_read = model.last_read.get(key, -1) if key is not None else len(model.events)
+            if not any(last_read > e.seq for e in later):
+                continue
+            self.report(node, context=context, expr=expr, fix=fix)

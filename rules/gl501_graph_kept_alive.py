@@ -12,8 +12,9 @@ _CODE = cst.Module([])
 
 
 def _graph_values(v: Any) -> List[Any]:
+    """The non-leaf tensors that require grad in ``v`` (leaves such as parameters hold no graph)."""
     if v.kind == "tensor":
-        return [v] if v.rg is True else []
+        return [v] if v.rg is True and v.leaf is False else []
     if v.kind == "tuple":
         out: List[Any] = []
         for i in v.items:
@@ -29,6 +30,9 @@ class GraphKeptAlive(Rule):
     outlives the loop iteration: `total_loss += loss`, `losses.append(loss)`,
     `history[k] += loss * n`, `outputs.append({"loss": loss})`, `total = total + loss`, also
     when the loss comes from a function or method of the same module that returns it.
+    It reports accumulation into a number (`total = 0`) in any loop, and into a list or dict in
+    a training loop (one that calls `backward()` or `optimizer.step()`); collecting outputs in a
+    module's `forward()` is how a forward pass works and is not reported.
 
     ## Why is this bad
     Silently wrong (memory). The accumulated tensor references the loss, and the loss references
@@ -82,16 +86,21 @@ class GraphKeptAlive(Rule):
         model = self.model
         if acc is None or not model.loops or not model.defined_before_loop(acc):
             return
+        if model.function_stack and model.function_stack[-1].name.value == "forward":
+            return  # collecting a forward pass's outputs: the graph is meant to live until backward()
         values = _graph_values(model.value_of(value_node))
         if not values:
             return
+        # a number accumulator (total = 0) only makes sense for reporting; anything else must be
+        # in a training loop (one that calls backward()/step()) to be worth a finding
+        numeric = model.lookup(acc.split(".")[0] if "." not in acc else acc).kind == "scalar"
         fix = None
         code = _CODE.code_for_node(value_node)
         if isinstance(value_node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
             text = f"{code}.item()" if item else f"{code}.detach()"
             fix = Fix((replace(value_node, text),), safe=False,
                       description=f"use `{text}`")
-        self._pending.append((node, model.here(), acc, values, fix))
+        self._pending.append((node, model.here(), acc, values, fix, numeric, model.loops[-1].node))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         target = node.target
@@ -118,9 +127,12 @@ class GraphKeptAlive(Rule):
 
     def on_finish(self) -> None:
         model = self.model
-        for node, context, acc, values, fix in self._pending:
+        training_loops = {loop for e in model.events if e.kind in ("backward", "step") for loop in e.loops}
+        for node, context, acc, values, fix, numeric, loop in self._pending:
             if acc in model.backwarded_keys:
                 continue  # the accumulated losses are back-propagated: deliberate
+            if not numeric and loop not in training_loops:
+                continue
             certain = any(not v.probable or v.id in model.backwarded for v in values)
             self.report(node, context=context, acc=acc, fix=fix,
                         severity=None if certain else Severity.WARNING)

@@ -70,6 +70,8 @@ class MissingZeroGrad(Rule):
     hint = "call `optimizer.zero_grad()` once per step, before `loss.backward()`"
 
     def on_finish(self) -> None:
+        if not self.model.imports_torch():
+            return  # another framework's .step()/.state_dict()
         events = self.model.events
         by_loop: Dict[Any, List[Any]] = {}
         for e in events:

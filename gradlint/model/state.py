@@ -106,8 +106,10 @@ class Model:
         self.returns: List[List[Value]] = []
         # module-level functions and classes, visible from function bodies
         self.definitions: Dict[str, Value] = {}
-        # value id -> how many times a name holding it was read
+        # value id -> how many times a name holding it was read; name or dotted key -> the
+        # number of training events (see Event) logged before its last read
         self.reads: Dict[int, int] = {}
+        self.last_read: Dict[str, int] = {}
         # ids of tensors on which retain_grad() was called
         self.retained: set = set()
         self.loops: List[Loop] = []
@@ -367,6 +369,7 @@ class Model:
     def _eval(self, node: cst.BaseExpression) -> Value:
         t = type(node)
         if t is cst.Name:
+            self.last_read[node.value] = len(self.events)
             v = self.env.get(node.value)
             if v is None:
                 return self.definitions.get(node.value, UNKNOWN_VALUE) if self.scope_kind != "module" else UNKNOWN_VALUE
@@ -428,6 +431,7 @@ class Model:
     def _eval_attribute(self, node: cst.Attribute) -> Value:
         key = dotted(node)
         if key is not None:
+            self.last_read[key] = len(self.events)
             if key in self.env:
                 return self.env[key]
             if self.class_attrs and key in self.class_attrs[-1]:
@@ -765,6 +769,8 @@ class Model:
             return UNKNOWN_VALUE
         if attr in ("step", "zero_grad"):
             self._train_call(receiver, attr, node)
+        if attr == "state_dict":
+            return Value(UNKNOWN)  # a value of its own, so that reads of it can be followed
         if kind == MODULE:
             if attr in ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "requires_grad_"):
                 return receiver
@@ -852,6 +858,11 @@ class Model:
             self.retained.add(receiver.id)
         self._escape([receiver])  # retain_grad(), register_hook(), ...
         return UNKNOWN_VALUE
+
+    def imports_torch(self) -> bool:
+        """Did this module import torch (rules that go by method names alone, such as
+        ``.step()``/``.zero_grad()``, must not fire on other frameworks' code)?"""
+        return any(q == "torch" or q.startswith("torch.") for q in self.imports.names.values())
 
     def enter_loop(self, node: Any, outer: set) -> None:
         self.loops.append(Loop(node, outer, next_id()))
