@@ -47,6 +47,7 @@ class Event:
         self.loops, self.statement, self.function = loops, statement, function
 
 Env = Dict[str, Value]
+FREED = "<freed>"  # env key: the graphs freed on this path (a Value whose items are ids)
 
 
 def _const_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
@@ -118,9 +119,15 @@ class Model:
         # ids of op outputs whose backward reads saved tensors; ids of graph values that a
         # backward() without retain_graph has freed
         self.savers: set = set()
-        self.freed: Dict[int, Any] = {}
         # keys (names) on which backward() was called
         self.backwarded_keys: set = set()
+        # inside torch.inference_mode() (grad_enabled is False there too)
+        self.inference = False
+        # inside `with pytest.raises(...)` / `self.assertRaises(...)`: errors are expected there
+        self.expecting_error = False
+        self.freed_stack: List[Any] = []
+        # ids of tensors a custom Function's forward marked dirty (ctx.mark_dirty)
+        self.dirty: set = set()
         self._memo: Dict[int, Value] = {}
         self._emit = emit
         self._dotted_keys = 0
@@ -189,7 +196,19 @@ class Model:
         for k, v in first.items():
             if all(e.get(k) is v for e in rest):
                 out[k] = v
+        # graphs freed by backward() on every path stay freed
+        freed = [e.get(FREED) for e in envs]
+        if all(f is not None for f in freed):
+            common = set(freed[0].items)  # type: ignore[union-attr]
+            for f in freed[1:]:
+                common &= set(f.items)  # type: ignore[union-attr]
+            out[FREED] = Value(TUPLE, items=tuple(sorted(common)))  # type: ignore[arg-type]
         return out
+
+    def freed_ids(self) -> set:
+        """Ids of graph values whose saved tensors a backward() on this path has freed."""
+        f = self.env.get(FREED)
+        return set(f.items) if f is not None else set()  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ binding targets
     def bind_target(self, target: cst.BaseExpression, value: Value) -> None:
@@ -243,7 +262,7 @@ class Model:
         gets_graph = any(o.kind == TENSOR and o.rg for o in operands)
         if cur.rg is True or not gets_graph or grad is False:
             new_cuts = _union([cur.cuts] + [o.cuts for o in operands])
-            if new_cuts is cur.cuts:
+            if new_cuts == cur.cuts:
                 return cur
             new = Value(TENSOR, rg=cur.rg, leaf=cur.leaf, probable=cur.probable,
                         view_of_leaf=cur.view_of_leaf, deps=cur.deps, cuts=new_cuts, src=cur.src)
@@ -395,6 +414,8 @@ class Model:
                 v = self.value_of(el.value)
                 items.append(UNKNOWN_VALUE if isinstance(el, cst.StarredElement) else v)
             return Value(TUPLE, items=tuple(items), cuts=_union(i.cuts for i in items))
+        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+            return self._eval_comp(node)
         if t is cst.Dict:
             items = []
             for el in node.elements:
@@ -427,6 +448,24 @@ class Model:
         if t in (cst.Integer, cst.Float):
             return Value(SCALAR)
         return UNKNOWN_VALUE
+
+    def _eval_comp(self, node: Any) -> Value:
+        """A comprehension: its element's value, evaluated in the comprehension's own scope
+        (the walker later visits the same nodes and finds their values memoised)."""
+        saved = self.snapshot()
+        try:
+            comp = node.for_in
+            while comp is not None:
+                self.bind_target(comp.target, element_of(self.value_of(comp.iter)))
+                for cond in comp.ifs:
+                    self.value_of(cond.test)
+                comp = comp.inner_for_in
+            if isinstance(node, cst.DictComp):
+                self.value_of(node.key)
+            v = self.value_of(node.value if isinstance(node, cst.DictComp) else node.elt)
+        finally:
+            self.restore(saved)
+        return Value(TUPLE, items=(v,))
 
     def _eval_attribute(self, node: cst.Attribute) -> Value:
         key = dotted(node)
@@ -499,7 +538,7 @@ class Model:
         the operation when it matters for what autograd saves."""
         out = self._derived_value(base, others, node, view)
         if op is not None and out.rg is True:
-            self._record_saves(op, out, base, others)
+            self._record_saves(op, out, base, others, node)
         for o in others:
             if o.kind == SCALAR and o.src is not None:
                 # a number taken out of a graph tensor, folded back in as a constant
@@ -510,7 +549,14 @@ class Model:
             out.made = "computed"  # no graph recorded, though it was computed from graph values
         return out
 
-    def _record_saves(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
+    def _record_saves(self, op: str, out: Value, base: Value, others: List[Value], node: Any) -> None:
+        before = {k: len(v) for k, v in self.saved.items()}
+        self._record_saves_of(op, out, base, others)
+        for v in [base] + others:
+            if v.kind == TENSOR and v.made == "inference" and len(self.saved.get(v.id, ())) > before.get(v.id, 0):
+                self._emit("inference_saved", (node, v))
+
+    def _record_saves_of(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
         saved = self.saved
         self.savers.add(out.id)
         if op in api.SAVES_OUTPUT:
@@ -601,7 +647,11 @@ class Model:
             self._escape(arg_values)
             return self._instantiate(callee.items[0])
         if callee.kind == CLASS:
-            return Value(MODULE, params=None) if callee.params else UNKNOWN_VALUE
+            if not callee.params:
+                self._escape(arg_values)
+                return UNKNOWN_VALUE
+            return Value(MODULE, params=None, made="inference" if self.inference else None, made_node=node,
+                         node=callee.node.name.value if callee.node is not None else None)
         if isinstance(func, cst.Name):
             name = func.value
             if name in ("list", "tuple") and arg_values and arg_values[0].kind in (PARAMS, NAMED_PARAMS):
@@ -647,6 +697,11 @@ class Model:
         grad = self.grad_enabled
         cuts = _union(a.cuts for a in args)
         if grad is True:
+            if module.made == "inference":
+                self._emit("inference_module", (module.made_node, module))
+            for a in args:
+                if a.kind == TENSOR and a.made == "inference":
+                    self._emit("inference_saved", (node, a))  # the module saves its input
             deps = _union(a.deps for a in args if a.kind == TENSOR and a.rg)
             out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
             self.savers.add(out.id)  # e.g. Linear saves its input to compute the weight's grad
@@ -694,7 +749,7 @@ class Model:
             return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace,
                          node=q.rsplit(".", 1)[-1])
         if q in api.PARAM_MODULES:
-            return Value(MODULE, params=True)
+            return Value(MODULE, params=True, made="inference" if self.inference else None, made_node=node)
         if q in api.CONTAINER_MODULES:
             has = [a.params for a in args if a.kind == MODULE]
             prev = None
@@ -716,6 +771,9 @@ class Model:
                 return Value(NDARRAY, src=next((s for s in srcs if s is not None), None),
                              cuts=_union(a.cuts for a in args))
             return UNKNOWN_VALUE
+        if q == "copy.deepcopy" and args:
+            self._emit("deepcopy", (node, args[0], dotted(node.args[0].value)))
+            return UNKNOWN_VALUE
         if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper() and "lr_scheduler" not in q:
             params = args[0] if args else UNKNOWN_VALUE
             self._emit("optimizer", (node, _flatten(params)))
@@ -730,6 +788,12 @@ class Model:
         return UNKNOWN_VALUE
 
     def _factory(self, q: str, node: cst.Call, args: List[Value]) -> Value:
+        v = self._factory_value(q, node, args)
+        if self.inference and v.kind == TENSOR and v.made is None:
+            v.made, v.made_node = "inference", node
+        return v
+
+    def _factory_value(self, q: str, node: cst.Call, args: List[Value]) -> Value:
         rg_arg = _kwarg(node, "requires_grad")
         flag = False if rg_arg is None else _const_bool(rg_arg.value)
         data = args[0] if args and node.args[0].keyword is None else UNKNOWN_VALUE
@@ -769,6 +833,9 @@ class Model:
             return UNKNOWN_VALUE
         if attr in ("step", "zero_grad"):
             self._train_call(receiver, attr, node)
+        if attr == "mark_dirty":
+            self.dirty.update(a.id for a in args)
+            return UNKNOWN_VALUE
         if attr == "state_dict":
             return Value(UNKNOWN)  # a value of its own, so that reads of it can be followed
         if kind == MODULE:
@@ -883,9 +950,11 @@ class Model:
             return False
         return key.split(".", 1)[0] in self.loops[-1].outer or key in self.loops[-1].outer
 
-    def here(self) -> Tuple[Any, Tuple[str, ...]]:
-        """Where a finding recorded now belongs (for a rule that reports it later)."""
-        return (self.current_statement, self.assumed_chain())
+    def here(self) -> Tuple[Any, ...]:
+        """Where a finding recorded now belongs (for a rule that reports it later): the
+        statement, the functions whose grad mode is assumed, and whether the code is inside
+        ``with pytest.raises(...)`` (a test that expects the error)."""
+        return (self.current_statement, self.assumed_chain(), self.expecting_error)
 
     def assumed_chain(self) -> Tuple[str, ...]:
         """The enclosing functions, when the current grad mode is only assumed to be on."""
@@ -957,9 +1026,10 @@ class Model:
             self._emit("backward", (node, v))
             self.backwarded.add(v.id)
             if not retain:
-                for d in v.deps:
-                    if d in self.savers and d not in self.freed:
-                        self.freed[d] = node
+                new = {d for d in v.deps if d in self.savers}
+                if new:
+                    freed = self.freed_ids() | new
+                    self.env[FREED] = Value(TUPLE, items=tuple(sorted(freed)))  # type: ignore[arg-type]
 
 
 _BINOP_NAMES = {

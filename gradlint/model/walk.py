@@ -220,6 +220,13 @@ class Walker:
         model.loops = []
         model.restore({})
         model.grad_enabled, model.grad_assumed = self._function_grad_mode(node)
+        saved_inference = model.inference
+        model.inference = False
+        role = self._autograd_function_role(node)
+        if role is not None:
+            # forward(ctx, *inputs) / backward(ctx, *grad_outputs) of a custom autograd.Function
+            for p in list(node.params.params)[1:]:
+                model.bind_key(p.name.value, Value("tensor", rg=None, leaf=None, made=role))
         model.scope_kind = "function"
         model.loop_depth = 0
         model.function_stack.append(node)
@@ -232,10 +239,21 @@ class Walker:
             model.restore(saved_env)
             model.grad_enabled, model.scope_kind, model.loop_depth = saved_grad, saved_kind, saved_loop
             model.grad_assumed, model.loops = saved_assumed, saved_loops
+            model.inference = saved_inference
         fn = Value(FUNCTION, node=node, items=_summary(returned))
         model.bind_key(node.name.value, fn)
         if saved_kind == "class" and model.class_attrs:
             model.class_attrs[-1]["self." + node.name.value] = fn
+
+    def _autograd_function_role(self, node: cst.FunctionDef) -> Optional[str]:
+        model = self.model
+        if not model.class_stack or node.name.value not in ("forward", "backward"):
+            return None
+        for b in model.class_stack[-1].bases:
+            name = (dotted(b.value) or "").rsplit(".", 1)[-1]
+            if name.endswith(_FUNCTION_BASES):
+                return "fn_input" if node.name.value == "forward" else "fn_grad_output"
+        return None
 
     def _function_grad_mode(self, node: cst.FunctionDef) -> Tuple[Optional[bool], bool]:
         """Grad mode at the function's entry, and whether it is only assumed (on by default:
@@ -397,13 +415,21 @@ class Walker:
 
     def _with(self, node: cst.With) -> None:
         model = self.model
-        saved, saved_assumed = model.grad_enabled, model.grad_assumed
+        saved, saved_assumed, saved_inference = model.grad_enabled, model.grad_assumed, model.inference
+        saved_expecting = model.expecting_error
         for item in node.items:
             self.walk(item.item)
+            if isinstance(item.item, cst.Call):
+                last = (dotted(item.item.func) or "").rsplit(".", 1)[-1]
+                if last in ("raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"):
+                    model.expecting_error = True
             mode = self._context_grad_mode(item.item)
             if mode != "keep":
                 model.grad_enabled = mode  # type: ignore[assignment]
                 model.grad_assumed = False
+                expr = item.item.func if isinstance(item.item, cst.Call) else item.item
+                if mode is False and model.qualname(expr) == "torch.inference_mode":
+                    model.inference = True
             else:
                 model.value_of(item.item)
             if item.asname is not None:
@@ -412,7 +438,8 @@ class Walker:
         try:
             self._block(node.body)
         finally:
-            model.grad_enabled, model.grad_assumed = saved, saved_assumed
+            model.grad_enabled, model.grad_assumed, model.inference = saved, saved_assumed, saved_inference
+            model.expecting_error = saved_expecting
 
     def _context_grad_mode(self, expr: cst.BaseExpression) -> Any:
         model = self.model
@@ -451,13 +478,13 @@ class Walker:
 
     def _comp(self, node: Any) -> None:
         model = self.model
+        model.value_of(node)  # evaluates the element in the comprehension's scope (memoised)
         saved = model.snapshot()
         comp = node.for_in
         while comp is not None:
             self.walk(comp.iter)
-            it = model.value_of(comp.iter)
             self.walk(comp.target)
-            model.bind_target(comp.target, element_of(it))
+            model.bind_target(comp.target, element_of(model.value_of(comp.iter)))
             for cond in comp.ifs:
                 self.walk(cond)
             comp = comp.inner_for_in

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import libcst as cst
+
+from gradlint.model.names import dotted
+from gradlint.rule import Rule, Severity
+
+
+class GradAlias(Rule):
+    """
+    ## What it does
+    Finds a reference to a `.grad` tensor that is kept (`g = p.grad`, `grads.append(p.grad)`)
+    and then read after the gradient was changed in place: by `zero_grad(set_to_none=False)`,
+    by `p.grad.zero_()`, or by a later `backward()` that accumulates into the same tensor.
+
+    ## Why is this bad
+    Silently wrong. `g = p.grad` is not a copy: it is the very tensor autograd accumulates into.
+    A later `backward()` adds to it, and `zero_grad(set_to_none=False)` / `p.grad.zero_()` zero
+    it, so the "saved" gradient changes under you (a list of N gradients holds N references to
+    the last one).
+
+    With the default `optimizer.zero_grad()` (which sets `.grad` to `None`) the next
+    `backward()` makes a new tensor, and a kept reference stays correct: not reported.
+
+    ## Example
+    ```python
+    loss.backward()
+    g = p.grad
+    optimizer.zero_grad(set_to_none=False)
+    print(g)                   # zeros
+    ```
+
+    ## Use instead
+    ```python
+    g = p.grad.detach().clone()
+    ```
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
+    """
+
+    code = "GL402"
+    name = "grad-alias"
+    severity = Severity.ERROR
+    message = "`{key}` holds the `.grad` tensor itself, which {how} changes in place before it is read again"
+    hint = "keep a copy: `p.grad.detach().clone()`"
+
+    def __init__(self, model: Any, sink: Any) -> None:
+        super().__init__(model, sink)
+        self._holds: List[Any] = []
+
+    def _hold(self, node: cst.CSTNode, key: Optional[str], value_node: cst.BaseExpression) -> None:
+        model = self.model
+        v = model.value_of(value_node)
+        if key is None or v.kind != "tensor" or v.alias_kind != "grad":
+            return
+        function = model.function_stack[-1] if model.function_stack else None
+        loop = model.loops[-1].node if model.loops else None
+        self._holds.append((node, model.here(), key, len(model.events), function, loop))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1:
+            self._hold(node, dotted(node.targets[0].target), node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1:
+            self._hold(node, dotted(func.value), node.args[0].value)
+
+    def on_finish(self) -> None:
+        model = self.model
+        events = model.events
+        for node, context, key, seq, function, loop in self._holds:
+            same = [e for e in events if e.function is function]
+            after = [e for e in same if e.seq >= seq]
+            if loop is not None:  # the next iteration runs the loop's earlier events again
+                after += [e for e in same if e.seq < seq and loop in e.loops]
+            how = None
+            for e in after:
+                if e.kind == "zero_grad":
+                    break  # .grad becomes None: the next backward() makes a new tensor
+                if e.kind in ("zero_grad_keep", "backward"):
+                    if model.last_read.get(key, -1) > e.seq or (loop is not None and e.seq < seq):
+                        how = {"zero_grad_keep": "zeroing the gradient in place", "backward": "a later backward()"}[e.kind]
+                    break
+            if how is not None:
+                self.report(node, context=context, key=key, how=how)

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from typing import Any
+
+from gradlint.rule import Rule, Severity
+
+
+class BackwardThroughFreedGraph(Rule):
+    """
+    ## What it does
+    Finds a `backward()` (or `torch.autograd.grad`) through part of a graph that an earlier
+    `backward()` without `retain_graph=True` already went through, and a `backward()` inside a
+    loop through a graph built before the loop.
+    Typical forms: `y.backward(); y.backward()`, two losses sharing a trunk each back-propagated
+    in turn, and a GAN whose generator output reaches the discriminator's loss without
+    `.detach()` and then the generator's loss.
+
+    ## Why is this bad
+    `backward()` frees the tensors the graph saved. Going through that part again raises
+    `RuntimeError: Trying to backward through the graph a second time (or directly access saved
+    tensors after they have already been freed).` In a loop the error comes on the second
+    iteration.
+
+    ## Example
+    ```python
+    fake = generator(z)
+    loss_d = criterion(discriminator(fake), zeros)
+    loss_d.backward()
+    loss_g = criterion(discriminator(fake), ones)
+    loss_g.backward()          # RuntimeError: the generator's graph was freed
+    ```
+
+    ## Use instead
+    ```python
+    loss_d = criterion(discriminator(fake.detach()), zeros)   # D's step does not need G's graph
+    ```
+    or `(loss_1 + loss_2).backward()`, or `retain_graph=True` on the first call when both
+    really must go through the shared part.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.backward.html
+    - https://pytorch.org/tutorials/beginner/dcgan_faces_tutorial.html
+    """
+
+    code = "GL502"
+    name = "backward-through-freed-graph"
+    severity = Severity.ERROR
+    message = "{what}: torch raises RuntimeError (Trying to backward through the graph a second time)"
+    hint = "detach what the second loss should not go through, sum the losses, or pass retain_graph=True to the first backward()"
+
+    def on_backward(self, node: Any, value: Any) -> None:
+        model = self.model
+        if value.kind != "tensor":
+            return
+        freed_ids = model.freed_ids()
+        freed = [d for d in value.deps if d in freed_ids]
+        if freed:
+            self.report(node, what="backward() through a part of the graph that an earlier backward() already freed")
+            return
+        if model.loops and not _retains(node):
+            start = model.loops[-1].start_id
+            if any(d < start and d in model.savers for d in value.deps):
+                self.report(
+                    node, what="backward() in a loop through a graph built before the loop: the second iteration finds it freed",
+                )
+
+
+def _retains(node: Any) -> bool:
+    from gradlint.model.state import _retains as retains
+
+    return hasattr(node, "args") and retains(node)

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import libcst as cst
+
+from gradlint.model.names import dotted
+from gradlint.rule import Rule, Severity
+
+_DROPOUT_BN = ("Dropout", "BatchNorm", "InstanceNorm")
+
+
+def _trainable(v: Any) -> bool:
+    """A module with parameters (or that behaves differently in train/eval mode)."""
+    if v.kind != "module":
+        return False
+    return v.params is not False or (isinstance(v.node, str) and v.node.startswith(_DROPOUT_BN))
+
+
+class UnregisteredSubmodule(Rule):
+    """
+    ## What it does
+    Finds, in `__init__` of an `nn.Module` subclass, submodules stored in a plain `list`,
+    `tuple` or `dict` attribute (`self.blocks = [nn.Linear(...) for _ in range(n)]`, also
+    `self.blocks.append(nn.Linear(...))` on such a list), and a plain tensor created with
+    `requires_grad=True` stored as a weight (`self.w = torch.randn(..., requires_grad=True)`).
+
+    ## Why is this bad
+    Silently wrong. `nn.Module` registers only attributes that are modules, parameters or
+    buffers: these are not in `model.parameters()` (so the optimizer never updates them), not in
+    `state_dict()` (never saved), not moved by `model.to(device)`, and not switched by
+    `model.eval()` (a Dropout stays active).
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = [nn.Linear(8, 8) for _ in range(3)]
+            self.scale = torch.ones(1, requires_grad=True)
+    ```
+
+    A class that registers such modules itself (`self.add_module(name, module)`,
+    `register_parameter`, `setattr`) is not reported.
+
+    ## Use instead
+    ```python
+            self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))   # or nn.ModuleDict
+            self.scale = nn.Parameter(torch.ones(1))
+    ```
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.ModuleList.html
+    - https://pytorch.org/docs/stable/generated/torch.nn.parameter.Parameter.html
+    """
+
+    code = "GL602"
+    name = "unregistered-submodule"
+    severity = Severity.ERROR
+    message = "`{key}` {what}: not registered with the module, so it is not in parameters() or state_dict() and never trained or saved"
+    hint = "use nn.ModuleList / nn.ModuleDict / nn.ParameterList, or nn.Parameter for a weight"
+
+    _REGISTERS = frozenset({"add_module", "register_module", "register_parameter", "register_buffer", "setattr"})
+
+    def __init__(self, model: Any, sink: Any) -> None:
+        super().__init__(model, sink)
+        self._pending: Dict[int, List[Any]] = {}
+
+    def _defer(self, node: cst.CSTNode, **args: Any) -> None:
+        cls = self.model.class_stack[-1]
+        self._pending.setdefault(id(cls), []).append((node, self.model.here(), args))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        pending = self._pending.pop(id(node), [])
+        if not pending:
+            return
+        # a class that registers modules itself (self.add_module(name, self.blocks[-1])) is fine
+        stack: List[cst.CSTNode] = [node.body]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Call):
+                f = n.func
+                name = f.attr.value if isinstance(f, cst.Attribute) else (f.value if isinstance(f, cst.Name) else "")
+                if name in self._REGISTERS:
+                    return
+            stack.extend(n.children)
+        for n, context, args in pending:
+            self.report(n, context=context, **args)
+
+    def _in_module_init(self) -> bool:
+        model = self.model
+        return (
+            bool(model.function_stack)
+            and model.function_stack[-1].name.value == "__init__"
+            and bool(model.class_attrs)
+            and model.class_attrs[-1].get("__module__") is not None
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not self._in_module_init():
+            return
+        key = dotted(node.targets[0].target)
+        if key is None or not key.startswith("self.") or key.count(".") != 1:
+            return
+        what = self._what(self.model.value_of(node.value), node.value)
+        if what:
+            self._defer(node, key=key, what=what)
+
+    def _what(self, v: Any, expr: cst.BaseExpression) -> Optional[str]:
+        if v.kind == "tuple" and any(_trainable(i) for i in v.items):
+            kind = {cst.Dict: "dict", cst.DictComp: "dict", cst.Tuple: "tuple"}.get(type(expr), "list")
+            return f"is a plain {kind} of modules"
+        if v.kind == "tensor" and v.leaf_requiring_grad and not v.is_param:
+            return "is a plain tensor with requires_grad=True, not an nn.Parameter"
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert")):
+            return
+        if not node.args or not self._in_module_init():
+            return
+        key = dotted(func.value)
+        if key is None or not key.startswith("self."):
+            return
+        holder = self.model.lookup(key)
+        if holder.kind != "tuple":
+            return  # only a plain list assigned in this __init__ (an nn.ModuleList is a module)
+        arg = self.model.value_of(node.args[-1].value)
+        if _trainable(arg) or (arg.kind == "tuple" and any(_trainable(i) for i in arg.items)):
+            self._defer(node, key=key, what="is a plain list that modules are appended to")

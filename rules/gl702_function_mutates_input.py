@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from typing import Any, List
+
+from gradlint.rule import Rule, Severity
+
+
+class FunctionMutatesInput(Rule):
+    """
+    ## What it does
+    Finds, in `forward(ctx, ...)` of a custom `torch.autograd.Function`, an in-place change of
+    an input without `ctx.mark_dirty(input)`.
+
+    ## Why is this bad
+    Silently wrong. Grad mode is off inside `forward`, so torch's leaf check does not apply: the
+    caller's tensor (even a leaf parameter) is silently changed, and autograd does not know the
+    input was modified, so tensors saved for backward and the gradient are wrong.
+
+    ## Example
+    ```python
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        x.mul_(2)
+        return x
+    ```
+
+    ## Use instead
+    ```python
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2                  # out of place
+        ctx.save_for_backward(x)
+        return y
+    ```
+    or, when the in-place update is the point, `ctx.mark_dirty(x)` and return `x` (inputs that
+    are not leaves only).
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.autograd.function.FunctionCtx.mark_dirty.html
+    """
+
+    code = "GL702"
+    name = "function-mutates-input"
+    severity = Severity.ERROR
+    message = "in-place {op} on an input of a custom Function's forward() without ctx.mark_dirty(): the caller's tensor changes and the gradient is wrong"
+    hint = "compute out of place, or call ctx.mark_dirty(x) and return x"
+
+    def __init__(self, model: Any, sink: Any) -> None:
+        super().__init__(model, sink)
+        self._pending: List[Any] = []
+
+    def on_inplace(self, node: Any, value: Any, op: str) -> None:
+        if value.kind == "tensor" and value.made == "fn_input":
+            self._pending.append((node, self.model.here(), value, op))
+
+    def on_finish(self) -> None:
+        for node, context, value, op in self._pending:
+            if value.id not in self.model.dirty:
+                self.report(node, context=context, op=op)
