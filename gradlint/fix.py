@@ -49,11 +49,13 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 class NodeEdit(Edit):
     """An edit stated relative to a libcst node; ``start``/``end`` are unset (-1) until
     ``resolve_fix`` turns it into a plain ``Edit``. ``where``: ``replace`` the node's code,
-    insert ``before`` it or ``after`` it."""
+    insert ``before`` it or ``after`` it. With ``end_node`` the edit spans from the node's start
+    (``replace``) or end (``after``) to the end of ``end_node``."""
 
     node: Any = field(default=None, compare=False, repr=False)
     where: str = "replace"
     reindent: bool = False
+    end_node: Any = field(default=None, compare=False, repr=False)
 
 
 def replace(node: Any, text: str, *, reindent: bool = False) -> NodeEdit:
@@ -67,6 +69,13 @@ def insert_before(node: Any, text: str, *, reindent: bool = False) -> NodeEdit:
 
 def insert_after(node: Any, text: str, *, reindent: bool = False) -> NodeEdit:
     return NodeEdit(-1, -1, text, node, "after", reindent)
+
+
+def replace_span(start: Any, end: Any, text: str, *, after_start: bool = False) -> NodeEdit:
+    """Replace the code from the start of node ``start`` (its end, with ``after_start``) to the
+    end of node ``end``: ``replace_span(call.func.value, call, "", after_start=True)`` deletes
+    ``.cuda()`` from ``torch.randn(3).cuda()``."""
+    return NodeEdit(-1, -1, text, start, "after" if after_start else "replace", False, end)
 
 
 # ------------------------------------------------------------------------ offsets
@@ -141,6 +150,14 @@ def resolve_fix(fix: Fix, positions: Any, text: str, module: Any = None) -> Opti
                 end = start
             elif e.where == "after":
                 start = end
+            if e.end_node is not None:
+                try:
+                    last = node_range(positions, e.end_node, text)
+                except ValueError:
+                    last = None
+                if last is None or last[1] < start:
+                    return None
+                end = last[1]
             body = e.text
             if e.reindent:
                 body = _reindent(body.replace("\r\n", "\n"), _indent_of_line(text, rng[0]), unit)

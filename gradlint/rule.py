@@ -191,6 +191,42 @@ class BackwardRule(Rule):
         pass
 
 
+class CutRule(Rule):
+    """A rule about a graph cut (a value taken out of autograd and brought back as a new
+    tensor, see ``gradlint.model.values.Cut``) whose tensor is then back-propagated while the
+    cut's source reaches the loss by no other path. Subclasses set ``cut_kinds`` and implement
+    ``report_cut``; ``skip_cut`` may drop deliberate cases. A cut is judged at the end of the
+    file, once every ``backward()`` is known: backpropagating the source itself (``y.backward(
+    z.grad)``, a split backward) is deliberate."""
+
+    cut_kinds: ClassVar[frozenset] = frozenset()
+
+    def __init__(self, model: Any, sink: "List[Tuple[Rule, Any, Dict[str, Any]]]") -> None:
+        super().__init__(model, sink)
+        self._cuts: List[Tuple[Any, Any]] = []
+
+    def on_backward(self, node: Any, value: Any) -> None:
+        if value.made == "rewrap" and value.leaf_requiring_grad:
+            return  # GL205: backward() on a re-wrapped loss itself
+        for cut in self.model.lost_cuts(value, self.cut_kinds):
+            self._cuts.append((cut, value))
+
+    def on_finish(self) -> None:
+        seen = set()
+        for cut, value in self._cuts:
+            if id(cut) in seen or cut.src.id in self.model.backwarded or self.skip_cut(cut):
+                continue
+            seen.add(id(cut))
+            self.report_cut(cut, value, context=(cut.statement, ()),
+                            severity=Severity.WARNING if cut.src.probable else None)
+
+    def skip_cut(self, cut: Any) -> bool:
+        return False
+
+    def report_cut(self, cut: Any, value: Any, **kw: Any) -> None:
+        raise NotImplementedError
+
+
 class _BuiltinRule(Rule):
     """Findings the engine itself produces (not visit-based)."""
 

@@ -4,9 +4,8 @@ from typing import Any, List
 
 import libcst as cst
 
-from gradlint.rule import Rule, Severity
+from gradlint.rule import CutRule, Severity
 
-_NUMPY_CUT = frozenset({"numpy"})
 # NumPy functions that only look at a tensor's shape: fine on a tensor that requires grad
 _INTROSPECTION = frozenset(
     "numpy." + n for n in "shape ndim size isscalar iterable result_type dtype broadcast_shapes".split()
@@ -25,7 +24,7 @@ def _tensor_args(model: Any, node: cst.Call) -> List[Any]:
     return out
 
 
-class NumpyOnGraphTensor(Rule):
+class NumpyOnGraphTensor(CutRule):
     """
     ## What it does
     Finds tensors that require grad taken through NumPy, in two forms.
@@ -77,9 +76,7 @@ class NumpyOnGraphTensor(Rule):
     message = "{what}"
     hint = "stay in torch (use torch ops) while the gradient is needed; call `.detach()` only where the value leaves the graph for good"
 
-    def __init__(self, model: Any, sink: Any) -> None:
-        super().__init__(model, sink)
-        self._pending: List[Any] = []
+    cut_kinds = frozenset({"numpy"})
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -109,25 +106,14 @@ class NumpyOnGraphTensor(Rule):
             severity=Severity.WARNING if v.probable else None,
         )
 
-    def on_backward(self, node: Any, value: Any) -> None:
-        if value.made == "rewrap" and value.leaf_requiring_grad:
-            return  # GL205: the loss itself was re-wrapped
-        for cut in self.model.lost_cuts(value, _NUMPY_CUT):
-            self._pending.append((cut, value.rg is False))
-
-    def on_finish(self) -> None:
-        model = self.model
-        for cut, nothing_left in self._pending:
-            if cut.src.id in model.backwarded:
-                continue  # the source is back-propagated on its own (a split backward)
-            effect = (
-                "backward() raises (nothing after this point requires grad)"
-                if nothing_left
-                else "the gradient silently stops here (what produced the source gets grad=None)"
-            )
-            self.report(
-                cut.node,
-                context=(cut.statement, ()),
-                what="tensor rebuilt from NumPy data of a tensor that requires grad, then back-propagated: " + effect,
-                severity=Severity.WARNING if cut.src.probable else None,
-            )
+    def report_cut(self, cut: Any, value: Any, **kw: Any) -> None:
+        effect = (
+            "backward() raises (nothing after this point requires grad)"
+            if value.rg is False
+            else "the gradient silently stops here (what produced the source gets grad=None)"
+        )
+        self.report(
+            cut.node,
+            what="tensor rebuilt from NumPy data of a tensor that requires grad, then back-propagated: " + effect,
+            **kw,
+        )

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
-from gradlint.rule import Rule, Severity
-
-_KINDS = frozenset({"scalar"})
+from gradlint.rule import CutRule, Severity
 
 
-class ScalarRoundtrip(Rule):
+
+class ScalarRoundtrip(CutRule):
     """
     ## What it does
     Finds a Python number taken out of a tensor that requires grad (`.item()`, `.tolist()`,
@@ -54,21 +53,7 @@ class ScalarRoundtrip(Rule):
     )
     hint = "keep the value a tensor; use `.detach()` explicitly if a constant is intended"
 
-    def __init__(self, model: Any, sink: Any) -> None:
-        super().__init__(model, sink)
-        self._pending: List[Any] = []
+    cut_kinds = frozenset({"scalar"})
 
-    def on_backward(self, node: Any, value: Any) -> None:
-        if value.made == "rewrap" and value.leaf_requiring_grad:
-            return  # GL205: the loss itself was re-wrapped
-        self._pending.extend(self.model.lost_cuts(value, _KINDS))
-
-    def on_finish(self) -> None:
-        model = self.model
-        for cut in self._pending:
-            if cut.src.id in model.backwarded:
-                continue
-            self.report(
-                cut.node, context=(cut.statement, ()),
-                severity=Severity.WARNING if cut.src.probable else None,
-            )
+    def report_cut(self, cut: Any, value: Any, **kw: Any) -> None:
+        self.report(cut.node, **kw)

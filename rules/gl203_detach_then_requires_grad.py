@@ -1,13 +1,12 @@
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
-from gradlint.rule import Rule, Severity
-
-_KINDS = frozenset({"detach_rg", "copy_rg"})
+from gradlint.rule import CutRule, Severity
 
 
-class DetachThenRequiresGrad(Rule):
+
+class DetachThenRequiresGrad(CutRule):
     """
     ## What it does
     Finds a new leaf made from a tensor that is part of a graph, then back-propagated as if
@@ -58,25 +57,11 @@ class DetachThenRequiresGrad(Rule):
         "copy_rg": "`torch.tensor(t, requires_grad=True)` copies `t` without its history",
     }
 
-    def __init__(self, model: Any, sink: Any) -> None:
-        super().__init__(model, sink)
-        self._pending: List[Any] = []
+    cut_kinds = frozenset({"detach_rg", "copy_rg"})
 
-    def on_backward(self, node: Any, value: Any) -> None:
-        if value.made == "rewrap" and value.leaf_requiring_grad:
-            return  # GL205: backward() on the re-wrapped tensor itself
-        self._pending.extend(self.model.lost_cuts(value, _KINDS))
+    def skip_cut(self, cut: Any) -> bool:
+        # its own gradient is used (read, given to an optimizer): a deliberate new leaf
+        return cut.result is not None and cut.result.id in self.model.used_as_leaf
 
-    def on_finish(self) -> None:
-        model = self.model
-        for cut in self._pending:
-            if cut.src.id in model.backwarded:
-                continue  # y.backward(z.grad): a deliberate split backward
-            if cut.result is not None and cut.result.id in model.used_as_leaf:
-                continue  # its own gradient is used: a deliberate new leaf
-            self.report(
-                cut.node,
-                context=(cut.statement, ()),
-                what=self._WHAT[cut.kind],
-                severity=Severity.WARNING if cut.src.probable else None,
-            )
+    def report_cut(self, cut: Any, value: Any, **kw: Any) -> None:
+        self.report(cut.node, what=self._WHAT[cut.kind], **kw)

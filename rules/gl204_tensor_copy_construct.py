@@ -1,8 +1,15 @@
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
-from gradlint.rule import Rule, Severity
+from gradlint.fix import replace
+from gradlint.rule import Fix, Rule, Severity
+
+_CODE = cst.Module([])
+# expressions that take `.detach()` without parentheses
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 
 
 class TensorCopyConstruct(Rule):
@@ -29,6 +36,16 @@ class TensorCopyConstruct(Rule):
     y = x.clone()                                 # a copy that keeps the gradient
     ```
 
+    ## Fix safety
+    Safe: `torch.tensor(t)` becomes `t.detach().clone()` and `torch.tensor(t,
+    requires_grad=True)` becomes `t.detach().clone().requires_grad_(True)` (the replacement
+    torch's own warning recommends; the argument is parenthesized when it is not a name,
+    attribute, call or subscript: `(a + b).detach().clone()`). Both make a new tensor with the
+    same values, dtype, device and strides, without history, so nothing but the warning
+    changes. The fix is offered only when the call has exactly the tensor argument, optionally
+    with `requires_grad=True`/`False` written as a literal; with `dtype=`, `device=`, any other
+    argument, or a comment inside the call, it is left to a person.
+
     ## References
     - https://pytorch.org/docs/stable/generated/torch.tensor.html
     """
@@ -38,6 +55,7 @@ class TensorCopyConstruct(Rule):
     severity = Severity.WARNING
     message = "`torch.tensor()` of a tensor copies it without history (and warns){extra}"
     hint = "use `t.detach().clone()` (or `t.clone()` to keep the gradient)"
+    fixable = True
 
     def visit_Call(self, node: cst.Call) -> None:
         model = self.model
@@ -47,4 +65,38 @@ class TensorCopyConstruct(Rule):
         if v.kind != "tensor":
             return
         extra = ": the gradient to the source is lost" if v.rg is True else ""
-        self.report(node, extra=extra)
+        self.report(node, extra=extra, fix=_copy_fix(node))
+
+
+def _copy_fix(node: cst.Call) -> Optional[Fix]:
+    """`torch.tensor(t)` -> `t.detach().clone()`; with `requires_grad=<literal>`, then
+    `.requires_grad_(True)` when the literal is True."""
+    first = node.args[0]
+    if first.star:
+        return None
+    requires_grad: Optional[bool] = False
+    for a in node.args[1:]:
+        if a.star or a.keyword is None or a.keyword.value != "requires_grad":
+            return None  # dtype=, device=, a second positional argument, **kwargs
+        v = a.value
+        if isinstance(v, cst.Name) and v.value in ("True", "False") and not v.lpar:
+            requires_grad = v.value == "True"
+        else:
+            return None  # not a literal: its value is known only at run time
+    if _comments(node) != _comments(first.value):
+        return None  # a comment inside the call, outside the argument, would be lost
+    arg = _CODE.code_for_node(first.value)
+    if not isinstance(first.value, _ATOMS) and not first.value.lpar:
+        arg = f"({arg})"
+    text = f"{arg}.detach().clone()" + (".requires_grad_(True)" if requires_grad else "")
+    return Fix((replace(node, text),), safe=True, description=f"use `{text}`")
+
+
+def _comments(node: cst.CSTNode) -> int:
+    count, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Comment):
+            count += 1
+        stack.extend(n.children)
+    return count

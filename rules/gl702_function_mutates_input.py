@@ -10,6 +10,8 @@ class FunctionMutatesInput(Rule):
     ## What it does
     Finds, in `forward(ctx, ...)` of a custom `torch.autograd.Function`, an in-place change of
     an input without `ctx.mark_dirty(input)`.
+    It looks at in-place tensor methods (`x.mul_(2)`, `x.copy_(y)`); arguments annotated with a
+    type other than `Tensor` are ignored.
 
     ## Why is this bad
     Silently wrong. Grad mode is off inside `forward`, so torch's leaf check does not apply: the
@@ -51,7 +53,9 @@ class FunctionMutatesInput(Rule):
         self._pending: List[Any] = []
 
     def on_inplace(self, node: Any, value: Any, op: str) -> None:
-        if value.kind == "tensor" and value.made == "fn_input":
+        # only tensor methods (`x.mul_()`): forward's other arguments may be ints or dicts,
+        # for which `n += 1` or `cache[k] = v` is no mutation of a tensor
+        if value.kind == "tensor" and value.made == "fn_input" and op.startswith("`."):
             self._pending.append((node, self.model.here(), value, op))
 
     def on_finish(self) -> None:

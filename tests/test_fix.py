@@ -2,8 +2,11 @@
 (node-relative edits, offsets, rounds, atomic writes that keep encoding, line endings and mode)
 and GL101's first fix.
 
-The fix fixtures live in ``fixtures/fixes/``: ``NAME.input.py`` is fixed in a copy and compared
-with ``NAME.expected.py``; the fixed code is then imported and run on real torch.
+The fix fixtures live in ``fixtures/fixes/`` (see its README.md): every ``NAME.input.py`` is
+fixed in a copy and compared with ``NAME.expected.py`` byte for byte, fixed again to show nothing
+changes, and both the input and the fixed copy are imported: the input's ``check_fixed()`` must
+fail with AssertionError on real torch, the fixed copy's must pass. A first line
+``# gradlint-test: unsafe-fixes`` makes the test use ``--unsafe-fixes``.
 """
 
 from __future__ import annotations
@@ -135,6 +138,241 @@ def test_fix_twice_changes_nothing_the_second_time(tmp_path):
     assert target.read_bytes() == once
     assert target.stat().st_mtime_ns == mtime  # not even rewritten
     assert r.stderr == ""
+
+
+# ------------------------------------------------------------------- every fix fixture pair
+UNSAFE_MARKER = "# gradlint-test: unsafe-fixes"
+PAIRS = sorted(FIXES.glob("*.input.py"))
+
+
+def _expected_of(inp: Path) -> Path:
+    return inp.with_name(inp.name[: -len(".input.py")] + ".expected.py")
+
+
+def _code_of(inp: Path) -> str:
+    return inp.name.split("_", 1)[0]
+
+
+def _is_unsafe(inp: Path) -> bool:
+    lines = inp.read_text(encoding="utf-8").splitlines()
+    return bool(lines) and lines[0].strip() == UNSAFE_MARKER
+
+
+def _fix_args(inp: Path):
+    return ("--fix", "--unsafe-fixes") if _is_unsafe(inp) else ("--fix",)
+
+
+def _module_name(path: Path) -> str:
+    return "gradlint_fix_" + "".join(c if c.isalnum() else "_" for c in path.name[: -len(".py")])
+
+
+def test_every_fixable_rule_has_a_fix_fixture():
+    pairs = {_code_of(p) for p in PAIRS}
+    fixable = {code for code, rule in registry().items() if rule.fixable}
+    assert fixable - pairs == set(), f"fixable rules without a fix fixture: {sorted(fixable - pairs)}"
+    assert {"GL101", "GL204", "GL301", "GL401", "GL501"} <= pairs
+
+
+def test_every_fix_fixture_is_a_pair():
+    inputs = {p.name[: -len(".input.py")] for p in FIXES.glob("*.input.py")}
+    expected = {p.name[: -len(".expected.py")] for p in FIXES.glob("*.expected.py")}
+    assert inputs == expected, f"unpaired: {sorted(inputs ^ expected)}"
+    assert {p.name for p in FIXES.glob("*.py")} == {f"{n}.{k}.py" for n in inputs for k in ("input", "expected")}
+
+
+@pytest.mark.parametrize("inp", PAIRS, ids=lambda p: p.name[: -len(".input.py")])
+def test_fix_pair_findings(inp):
+    """The input's findings are all of the pair's rule and all fixable (safe ones, unless the
+    pair is marked unsafe); the expected output has none."""
+    code = _code_of(inp)
+    findings = lint_text(inp.name, inp.read_text(encoding="utf-8"), options())
+    assert findings, f"{inp.name} has no finding"
+    assert {f.code for f in findings} == {code}
+    assert all(f.fixable and f.fix is not None for f in findings)
+    if _is_unsafe(inp):
+        assert any(not f.fix.safe for f in findings), f"{inp.name} is marked unsafe but all its fixes are safe"
+    else:
+        assert all(f.fix.safe for f in findings), f"{inp.name} has unsafe fixes: mark it `{UNSAFE_MARKER}`"
+    expected = _expected_of(inp)
+    assert lint_text(expected.name, expected.read_text(encoding="utf-8"), options()) == []
+
+
+@pytest.mark.parametrize("inp", PAIRS, ids=lambda p: p.name[: -len(".input.py")])
+def test_fix_pair_matches_expected_and_is_idempotent(tmp_path, inp):
+    expected = _expected_of(inp).read_bytes()
+    target = write(tmp_path / "target.py", inp.read_bytes())
+    r = check(*_fix_args(inp), "target.py")
+    assert r.exit_code == 0, r.output
+    assert target.read_bytes() == expected, "".join(difflib.unified_diff(
+        split_lines(expected.decode("utf-8")), split_lines(target.read_text(encoding="utf-8")),
+        fromfile="expected", tofile="fixed"))
+    n = len(lint_text(inp.name, inp.read_text(encoding="utf-8"), options()))
+    assert r.stderr == f"Fixed {n} finding{'s' if n != 1 else ''} in 1 file.\n"
+    # again: nothing to fix, the file is not even rewritten
+    mtime = target.stat().st_mtime_ns
+    again = check(*_fix_args(inp), "target.py")
+    assert again.exit_code == 0 and again.stderr == ""
+    assert target.read_bytes() == expected
+    assert target.stat().st_mtime_ns == mtime
+
+
+@pytest.mark.parametrize("inp", [p for p in PAIRS if _is_unsafe(p)], ids=lambda p: p.name[: -len(".input.py")])
+def test_unsafe_fix_pair_needs_unsafe_fixes(tmp_path, inp):
+    target = write(tmp_path / "target.py", inp.read_bytes())
+    r = check("--fix", "target.py")
+    assert r.exit_code == 1  # findings remain
+    assert target.read_bytes() != _expected_of(inp).read_bytes()
+    assert "unsafe fix" in r.stderr and "not applied" in r.stderr
+
+
+@pytest.mark.parametrize("inp", PAIRS, ids=lambda p: p.name[: -len(".input.py")])
+def test_fix_pair_removes_the_bug_on_torch(tmp_path, inp):
+    """``check_fixed()`` fails on the input (the bug is real) and passes on the fixed copy."""
+    pytest.importorskip("torch")
+    broken = load(inp, _module_name(inp))
+    assert callable(getattr(broken, "check_fixed", None)), f"{inp.name} has no check_fixed()"
+    with pytest.raises(AssertionError):
+        broken.check_fixed()
+
+    target = write(tmp_path / ("fixed_" + inp.name.replace(".input", "")), inp.read_bytes())
+    assert check(*_fix_args(inp), target.name).exit_code == 0
+    assert target.read_bytes() == _expected_of(inp).read_bytes()
+    fixed = load(target, _module_name(target))
+    fixed.check_fixed()
+
+
+# ------------------------------------------------------------------ GL204's and GL301's fixes
+def _fixed(src: str, code: str):
+    """(the source after applying ``code``'s safe fixes, the findings of ``code`` before)."""
+    opts = Options(codes=frozenset({code}))
+    findings = lint_text("a.py", src, opts)
+    return fix_text("a.py", src, opts).text, findings
+
+
+@pytest.mark.parametrize("line, fixed", [
+    ("a = torch.tensor(x)", "a = x.detach().clone()"),
+    ("a = torch.tensor(x, requires_grad=True)", "a = x.detach().clone().requires_grad_(True)"),
+    ("a = torch.tensor(x, requires_grad=False,)", "a = x.detach().clone()"),
+    ("a = torch.tensor(x + x)", "a = (x + x).detach().clone()"),
+    ("a = torch.tensor((x + x))", "a = (x + x).detach().clone()"),
+    ("a = torch.tensor(-x)", "a = (-x).detach().clone()"),
+    ("a = torch.tensor(x if x.sum() > 0 else x)", "a = (x if x.sum() > 0 else x).detach().clone()"),
+    ("a = T.tensor(x[1:])", "a = x[1:].detach().clone()"),
+    ("a = torch.tensor(x.double())", "a = x.double().detach().clone()"),
+    ("a = (torch.tensor(x)).sum()", "a = (x.detach().clone()).sum()"),
+    ("a = torch.tensor(\n    x,\n    requires_grad=True,\n)", "a = x.detach().clone().requires_grad_(True)"),
+])
+def test_gl204_fix(line, fixed):
+    head = "import torch\nimport torch as T\nx = torch.arange(3.0)\n"
+    out, findings = _fixed(head + line + "\n", "GL204")
+    assert [f.code for f in findings] == ["GL204"] and findings[0].fix.safe
+    assert out == head + fixed + "\n"
+
+
+@pytest.mark.parametrize("line", [
+    "a = torch.tensor(x, dtype=torch.float64)",
+    "a = torch.tensor(x, device='cpu')",
+    "a = torch.tensor(x, requires_grad=flag)",
+    "a = torch.tensor(x, requires_grad=True, pin_memory=False)",
+    "a = torch.tensor(x, **kw)",
+    "a = torch.tensor(\n    x,  # the source\n)",
+])
+def test_gl204_no_fix(line):
+    src = "import torch\nx = torch.arange(3.0)\nflag = True\nkw = {}\n" + line + "\n"
+    findings = lint_text("a.py", src, options())
+    assert [f.code for f in findings] == ["GL204"]
+    assert findings[0].fix is None and not findings[0].fixable
+
+
+@pytest.mark.parametrize("made, fixed", [
+    ("torch.randn(3, requires_grad=True).cuda()", 'torch.randn(3, requires_grad=True, device="cuda")'),
+    ('torch.randn(3, requires_grad=True).to("cuda:1")', 'torch.randn(3, requires_grad=True, device="cuda:1")'),
+    ("torch.randn(3, requires_grad=True).to('meta')", "torch.randn(3, requires_grad=True, device='meta')"),
+    ("torch.randn(3, requires_grad=True).double()", "torch.randn(3, requires_grad=True, dtype=torch.float64)"),
+    ("T.ones(3, requires_grad=True).half()", "T.ones(3, requires_grad=True, dtype=T.float16)"),
+    ("torch.zeros(3, requires_grad=True).bfloat16()", "torch.zeros(3, requires_grad=True, dtype=torch.bfloat16)"),
+    ("randn(3, requires_grad=True).double()", "randn(3, requires_grad=True, dtype=torch.float64)"),
+    ("torch.randn(3, requires_grad=True).to(torch.float64)", "torch.randn(3, requires_grad=True, dtype=torch.float64)"),
+    ("torch.randn(3, requires_grad=True).to(T.double)", "torch.randn(3, requires_grad=True, dtype=T.double)"),
+    ("torch.randn(3, requires_grad=True).to(dtype=torch.float64)",
+     "torch.randn(3, requires_grad=True, dtype=torch.float64)"),
+    ('torch.randn(3, requires_grad=True,).to("cuda", torch.float64)',
+     'torch.randn(3, requires_grad=True, device="cuda", dtype=torch.float64,)'),
+    ("torch.randn(3, dtype=torch.float32, requires_grad=True).cuda()",
+     'torch.randn(3, dtype=torch.float32, requires_grad=True, device="cuda")'),
+    ("torch.randn(3, device='cuda', requires_grad=True).double()",
+     "torch.randn(3, device='cuda', requires_grad=True, dtype=torch.float64)"),
+    ("torch.randn(3, generator=g, requires_grad=True).double()",
+     "torch.randn(3, generator=g, requires_grad=True, dtype=torch.float64)"),
+    ("torch.randn(\n        3,\n        requires_grad=True,  # keep\n    ).to(torch.float64)",
+     "torch.randn(\n        3,\n        requires_grad=True, dtype=torch.float64,  # keep\n    )"),
+])
+def test_gl301_fix(made, fixed):
+    head = "import torch\nimport torch as T\nfrom torch import randn\n\n\ndef f(g):\n"
+    tail = "\n    return torch.optim.SGD([w], lr=0.1)\n"
+    out, findings = _fixed(head + "    w = " + made + tail, "GL301")
+    assert [f.code for f in findings] == ["GL301"] and findings[0].fix.safe
+    assert out == head + "    w = " + fixed + tail
+
+
+@pytest.mark.parametrize("made", [
+    "torch.randn(3, requires_grad=True) * 0.01",
+    "torch.randn(6, requires_grad=True).view(2, 3)",
+    "torch.randn(3, requires_grad=True).to(dev)",
+    "torch.randn(3, requires_grad=True).to('cuda', non_blocking=True)",
+    "torch.randn(3, requires_grad=True).cuda(1)",
+    "torch.randn(3, device='cpu', requires_grad=True).cuda()",
+    "torch.randn(3, dtype=torch.float32, requires_grad=True).double()",
+    "torch.randn(3, requires_grad=True, dtype=torch.float32).to('cuda', torch.float64)",
+    "torch.randn(3, generator=g, requires_grad=True).cuda()",
+    "torch.randn(3, pin_memory=True, requires_grad=True).cuda()",
+    "torch.randn(3, requires_grad=True, **kw).cuda()",
+    "(torch.randn(3, requires_grad=True)).cuda()",
+    "(torch.randn(3, requires_grad=True)  # a comment\n         .cuda())",
+])
+def test_gl301_no_fix(made):
+    src = ("import torch\n\n\ndef f(dev, g, kw):\n    w = " + made + "\n"
+           "    return torch.optim.SGD([w], lr=0.1)\n")
+    findings = lint_text("a.py", src, options())
+    assert [f.code for f in findings] == ["GL301"]
+    assert findings[0].fix is None and not findings[0].fixable
+
+
+@pytest.mark.parametrize("src", [
+    # a conversion of a name (rebinding)
+    "import torch\nw = torch.randn(3, requires_grad=True)\nw = w.cuda()\ntorch.optim.SGD([w], lr=0.1)\n",
+    # `.double()` with no name for torch in the file
+    "from torch import randn, optim\nw = randn(3, requires_grad=True).double()\noptim.SGD([w], lr=0.1)\n",
+])
+def test_gl301_no_fix_without_a_literal_factory(src):
+    findings = lint_text("a.py", src, options())
+    assert [f.code for f in findings] == ["GL301"]
+    assert findings[0].fix is None
+
+
+def test_gl301_fix_without_torch_alias_for_a_device():
+    src = "from torch import randn, optim\nw = randn(3, requires_grad=True).to('meta')\noptim.SGD([w], lr=0.1)\n"
+    out, _ = _fixed(src, "GL301")
+    assert out == "from torch import randn, optim\nw = randn(3, requires_grad=True, device='meta')\noptim.SGD([w], lr=0.1)\n"
+
+
+def test_replace_span_resolves_from_one_node_to_another():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from gradlint.fix import replace_span
+
+    text = "y = torch.randn(3).cuda()\n"
+    module = cst.parse_module(text)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    call = module.body[0].body[0].value
+    inner = call.func.value
+    tail = resolve_fix(Fix((replace_span(inner, call, "", after_start=True),)), positions, text, module)
+    assert apply_edits(text, tail.edits) == "y = torch.randn(3)\n"
+    whole = resolve_fix(Fix((replace_span(inner.func, call, "z"),)), positions, text, module)
+    assert apply_edits(text, whole.edits) == "y = z\n"
+    # an end node that ends before the start: the fix is dropped
+    assert resolve_fix(Fix((replace_span(call, inner.func, "", after_start=True),)), positions, text, module) is None
 
 
 # ------------------------------------------------------------------------------- --diff

@@ -7,6 +7,7 @@ libcst's QualifiedNameProvider costs several times the parse; this does the part
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Optional
 
 import libcst as cst
@@ -16,14 +17,40 @@ KNOWN_ROOTS = frozenset({"torch", "numpy", "copy"})
 
 
 def dotted(node: cst.BaseExpression) -> Optional[str]:
-    """``a.b.c`` for a chain of Names and Attributes, else None."""
+    """``a.b.c`` for a chain of Names and Attributes, also through constant subscripts
+    (``d["x"]``, ``self.cache[0]``), else None."""
     parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
+    while True:
+        if isinstance(node, cst.Attribute):
+            parts.append("." + node.attr.value)
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            index = _constant_index(node)
+            if index is None:
+                return None
+            parts.append(index)
+            node = node.value
+        else:
+            break
     if isinstance(node, cst.Name):
         parts.append(node.value)
-        return ".".join(reversed(parts))
+        return "".join(reversed(parts))
+    return None
+
+
+_SAFE_KEY = re.compile(r"^[A-Za-z0-9_]*$")
+
+
+def _constant_index(node: cst.Subscript) -> Optional[str]:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    v = node.slice[0].slice.value
+    if isinstance(v, cst.Integer):
+        return f"[{v.value}]"
+    if isinstance(v, cst.SimpleString):
+        text = v.evaluated_value
+        if isinstance(text, str) and _SAFE_KEY.match(text):
+            return f"[{text!r}]"
     return None
 
 

@@ -12,6 +12,7 @@ it emits (``on_backward``). Only ``gradlint.model.walk`` drives it.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -150,12 +151,11 @@ class Model:
     def bind_key(self, key: str, value: Value) -> None:
         env = self.env
         if self._dotted_keys:
-            prefix = key + "."
-            stale = [k for k in env if k.startswith(prefix)]
+            stale = [k for k in env if k.startswith(key) and k[len(key):len(key) + 1] in (".", "[")]
             for k in stale:
                 del env[k]
                 self._dotted_keys -= 1
-        if "." in key and key not in env:
+        if ("." in key or "[" in key) and key not in env:
             self._dotted_keys += 1
         env[key] = value
         if self.scope_kind == "module" and "." not in key:
@@ -174,7 +174,7 @@ class Model:
 
     def unbind(self, key: str) -> None:
         if key in self.env:
-            if "." in key:
+            if "." in key or "[" in key:
                 self._dotted_keys -= 1
             del self.env[key]
 
@@ -183,7 +183,7 @@ class Model:
 
     def restore(self, env: Env) -> None:
         self.env = env
-        self._dotted_keys = sum(1 for k in env if "." in k)
+        self._dotted_keys = sum(1 for k in env if "." in k or "[" in k)
 
     @staticmethod
     def join(envs: List[Env]) -> Env:
@@ -236,7 +236,11 @@ class Model:
             bv = self.value_of(base)
             if bv.kind in (TENSOR, NDARRAY):
                 self.inplace(self.current_statement, bv, "item assignment")
-            self._inplace_effect(base, [value])
+                self._inplace_effect(base, [value])
+            else:
+                key = dotted(target)  # d["loss"] = v: a container slot with a constant index
+                if key is not None:
+                    self.bind_key(key, value)
         elif isinstance(target, cst.StarredElement):
             self.bind_target(target.value, UNKNOWN_VALUE)
 
@@ -491,6 +495,10 @@ class Model:
         return UNKNOWN_VALUE
 
     def _eval_subscript(self, node: cst.Subscript) -> Value:
+        key = dotted(node)
+        if key is not None and key in self.env:
+            self.last_read[key] = len(self.events)
+            return self.env[key]
         base = self.value_of(node.value)
         for el in node.slice:
             if isinstance(el.slice, cst.Index):
@@ -886,7 +894,8 @@ class Model:
         if kind != TENSOR:
             return UNKNOWN_VALUE
         if attr.endswith("_") and not attr.startswith("_") and attr not in api.NOT_INPLACE:
-            self.inplace(node, receiver, f"`.{attr}()`")
+            if not (attr == "copy_" and node.args and dotted(node.args[0].value) == dotted(node.func.value)):  # type: ignore[attr-defined]
+                self.inplace(node, receiver, f"`.{attr}()`")  # (x.copy_(x) changes nothing)
             if receiver.alias_kind == "grad" and attr == "zero_":
                 self.log("zero_grad_keep", dotted(node.func.value), node)  # type: ignore[attr-defined]
             new = self._inplace_effect(node.func.value, args)  # type: ignore[attr-defined]
@@ -948,7 +957,8 @@ class Model:
         """Is ``key`` a name bound before the innermost loop (it outlives an iteration)?"""
         if key is None or not self.loops:
             return False
-        return key.split(".", 1)[0] in self.loops[-1].outer or key in self.loops[-1].outer
+        outer = self.loops[-1].outer
+        return key in outer or re.split(r"[.\[]", key, 1)[0] in outer
 
     def here(self) -> Tuple[Any, ...]:
         """Where a finding recorded now belongs (for a rule that reports it later): the

@@ -226,7 +226,9 @@ class Walker:
         if role is not None:
             # forward(ctx, *inputs) / backward(ctx, *grad_outputs) of a custom autograd.Function
             for p in list(node.params.params)[1:]:
-                model.bind_key(p.name.value, Value("tensor", rg=None, leaf=None, made=role))
+                ann = dotted(p.annotation.annotation) if p.annotation is not None else None
+                if ann is None or ann.rsplit(".", 1)[-1] == "Tensor":
+                    model.bind_key(p.name.value, Value("tensor", rg=None, leaf=None, made=role))
         model.scope_kind = "function"
         model.loop_depth = 0
         model.function_stack.append(node)
