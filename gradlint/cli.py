@@ -32,13 +32,26 @@ def _split(values: Tuple[str, ...]) -> Optional[List[str]]:
     return out
 
 
+class _CheckCommand(click.Command):
+    """``check ... --confirm -- SCRIPT [ARGS...]``: with ``--confirm``/``--confirm-module`` before
+    ``--``, what follows ``--`` is the program (and its arguments), not PATHS."""
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        if "--" in args:
+            i = args.index("--")
+            if any(a == "--confirm" or a.startswith("--confirm-module") for a in args[:i]):
+                ctx.meta["gradlint.program"] = list(args[i + 1:])
+                args = args[:i]
+        return super().parse_args(ctx, args)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="gradlint", message="%(prog)s %(version)s")
 def main() -> None:
     """gradlint: find PyTorch autograd misuse before a training run wastes hours on it."""
 
 
-@main.command()
+@main.command(cls=_CheckCommand)
 @click.argument("paths", nargs=-1, type=str)
 @click.option("--select", multiple=True, help="Rule codes or prefixes to check (comma-separated); ALL for every rule.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated).")
@@ -59,19 +72,27 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: number of cores).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False), default=None, envvar="GRADLINT_CACHE_DIR",
+              help="Cache directory (default: .gradlint_cache in the current directory).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Configuration file (default: nearest pyproject.toml with [tool.gradlint], or gradlint.toml).")
 @click.option("--show-source", is_flag=True, help="Show the source line with a caret (full format).")
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default=None,
               help="Lowest severity that makes the exit status 1 (default: warning).")
 @click.option("--stdin-filename", default=None, help="The name to report for source read from stdin ('-').")
+@click.option("--confirm", is_flag=True,
+              help="Then run the program given after `--` (SCRIPT [ARGS...]) once under the runtime monitor and "
+                   "mark each finding confirmed / not observed / not reached (needs torch).")
+@click.option("--confirm-module", default=None, metavar="MODULE",
+              help="As --confirm, running `python -m MODULE` (its arguments after `--`).")
 def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_file, apply_fixes, unsafe_fixes,
           show_diff, exit_zero, quiet, statistics, jobs, no_cache, config_path, show_source, fail_on,
-          stdin_filename) -> None:
+          stdin_filename, cache_dir=None, confirm=False, confirm_module=None) -> None:
     """Lint PATHS (default: the current directory; '-' reads stdin)."""
     from gradlint.config import ConfigError, load_settings
     from gradlint.rule import Severity
 
+    program = _confirm_program(confirm, confirm_module, paths, apply_fixes or show_diff)
     try:
         settings = load_settings(config_path)
         if _split(select) is not None:
@@ -85,7 +106,8 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_fil
         selected = settings.selected_codes()
         if not paths:  # `--stdin-filename NAME` alone reads stdin (as in ruff)
             paths = ("-",) if stdin_filename else (".",)
-        findings, files_checked, tasks, stdin_data = _run(paths, settings, selected, jobs, stdin_filename)
+        findings, files_checked, tasks, stdin_data = _run(paths, settings, selected, jobs, stdin_filename,
+                                                              cache_dir=None if no_cache else _cache_dir(cache_dir))
         fixing = None
         if apply_fixes or show_diff:
             fixing = _fix(findings, tasks, stdin_data, write=not show_diff, unsafe=unsafe_fixes)
@@ -115,6 +137,8 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_fil
              and not os.environ.get("NO_COLOR"))
     ctx = ReportContext(files_checked=files_checked, show_source=show_source or fmt == "full",
                         color=color, statistics=statistics, quiet=quiet)
+    if program is not None:
+        _confirm(findings, tasks, settings, selected, program, confirm_module, fmt, ctx, output_file, exit_zero)
     out = render(findings, fmt, ctx)
     if fixing is not None and stdin_data is not None:
         # `--fix -`: the fixed source on stdout (as ruff does), the report on stderr
@@ -148,7 +172,48 @@ def _emit(text: str, output_file: Optional[Path]) -> None:
         sys.exit(EXIT_ERROR)
 
 
-def _run(paths, settings, selected, jobs, stdin_filename):
+def _confirm_program(confirm: bool, module: Optional[str], paths: Tuple[str, ...],
+                     fixing: bool) -> Optional[List[str]]:
+    """The program of ``--confirm`` (``[SCRIPT, ARGS...]``) or ``--confirm-module``
+    (``[MODULE, ARGS...]``); None without either."""
+    if not confirm and module is None:
+        return None
+    if fixing:
+        raise _Fail("--confirm cannot be combined with --fix or --diff")
+    if "-" in paths:
+        raise _Fail("--confirm cannot check stdin ('-')")
+    args = list(click.get_current_context().meta.get("gradlint.program", []))
+    if module is not None:
+        return [module, *args]
+    if not args:
+        raise _Fail("--confirm needs the program after `--`: gradlint check PATHS --confirm -- SCRIPT [ARGS...]")
+    if not os.path.isfile(args[0]):
+        raise _Fail(f"can't open file {args[0]!r}: no such file")
+    return args
+
+
+def _confirm(findings, tasks, settings, selected, program, module, fmt, ctx, output_file, exit_zero) -> None:
+    """Run the program once, print the confirm report and exit (gradlint.runtime.confirm)."""
+    try:
+        import gradlint.runtime.mode  # noqa: F401  (torch)
+        from gradlint.runtime.confirm import check_confirm
+    except ImportError as exc:
+        raise _Fail(f"--confirm needs torch: {exc}") from None
+    text, code, note = check_confirm(findings, tasks, settings, selected, program[0], program[1:],
+                                     module=module is not None, fmt=fmt, ctx=ctx, exit_zero=exit_zero)
+    if note:
+        click.echo(note, err=True)
+    _emit(text, output_file)
+    sys.exit(code)
+
+
+def _cache_dir(option: Optional[str]) -> str:
+    from gradlint.cache import DEFAULT_DIR
+
+    return option or DEFAULT_DIR
+
+
+def _run(paths, settings, selected, jobs, stdin_filename, cache_dir=None):
     """(findings, files checked, the tasks (one per file; for stdin a task whose path is
     None), the bytes read from stdin or None)."""
     from gradlint.config import ConfigError
@@ -165,7 +230,8 @@ def _run(paths, settings, selected, jobs, stdin_filename):
         options = Options(codes=codes, severity=severity)
         return lint_data(name, data, options), 1, [Task(name, None, options)], data  # type: ignore[arg-type]
     files = discover(paths, settings)
-    tasks = [Task(f, f, Options(codes=settings.codes_for(f, selected), severity=severity)) for f in files]
+    tasks = [Task(f, f, Options(codes=settings.codes_for(f, selected), severity=severity), cache_dir)
+             for f in files]
     n = jobs or os.cpu_count() or 1
     return lint_tasks(tasks, jobs=n), len(files), tasks, None
 
@@ -269,6 +335,48 @@ def rules_cmd(fmt: str) -> None:
         click.echo(rules_table(), nl=False)
     else:
         click.echo(rules_text(), nl=False)
+
+
+@main.command("clean")
+@click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False), default=None, envvar="GRADLINT_CACHE_DIR",
+              help="Cache directory (default: .gradlint_cache in the current directory).")
+def clean_cmd(cache_dir: Optional[str]) -> None:
+    """Remove the cache directory."""
+    from gradlint.cache import clean
+
+    path = _cache_dir(cache_dir)
+    try:
+        removed = clean(path)
+    except (ValueError, OSError) as exc:
+        raise _Fail(str(exc)) from None
+    if removed is None:
+        click.echo(f"No cache at {path}.")
+    else:
+        entries, size = removed
+        click.echo(f"Removed {path} ({entries} {'entry' if entries == 1 else 'entries'}, {size / 1024:.0f} KiB).")
+
+
+@main.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-m", "as_module", is_flag=True, help="TARGET is a module name, run as `python -m TARGET`.")
+@click.option("--deep", is_flag=True,
+              help="Also checksum tensors saved for backward (finds writes through .data or NumPy views; slower).")
+@click.option("--output", "output", type=click.Path(dir_okay=False), default=None,
+              help="Write the findings to this file instead of stderr.")
+@click.option("--format", "fmt", type=click.Choice(["concise", "json", "sarif"]), default="concise",
+              show_default=True, help="Format of --output.")
+@click.argument("target")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def run_cmd(as_module: bool, deep: bool, output: Optional[str], fmt: str, target: str, args: Tuple[str, ...]) -> None:
+    """Run SCRIPT [ARGS...] (or -m MODULE [ARGS...]) under the runtime monitor (needs torch).
+
+    The program keeps its argv, stdout and exit status; findings go to stderr at exit."""
+    try:
+        from gradlint.runtime.run import run_program
+    except ImportError as exc:  # torch is missing
+        raise _Fail(f"`gradlint run` needs torch: {exc}") from None
+    if not as_module and not os.path.isfile(target):
+        raise _Fail(f"can't open file {target!r}: no such file")
+    sys.exit(run_program(target, args, module=as_module, deep=deep, output=output, fmt=fmt))
 
 
 if __name__ == "__main__":  # pragma: no cover

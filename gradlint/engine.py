@@ -25,9 +25,13 @@ from gradlint.rule import (
 )
 from gradlint.suppress import apply_noqa, is_skipped
 
-# Text that a file must contain for any rule to find something in it: every rule is about
-# tensors, and the model only knows tensors reached through an import of torch.
-PREFILTER_TOKENS = ("torch",)
+# Text that a file must contain for any rule to find something in it (a file with none of them
+# skips the libcst parse). Tensors are only known through an import of torch; but some rules
+# also read duck-typed calls on values passed in (`model.parameters()`, `model.buffers()`,
+# `model.state_dict()`, `loss.backward()` in a training loop) and custom autograd Functions
+# recognised by the base's name (`class F(Function)`), which need no import of torch.
+# tests/test_prefilter.py proves on the fixtures that no rule fires without one of these.
+PREFILTER_TOKENS = ("torch", "parameters", "buffers", "state_dict", "backward", "Function")
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Task:
     display: str  # the path as reported
     path: str  # the path to read
     options: Options
+    cache_dir: Optional[str] = None  # the results cache (gradlint.cache); None: no cache
 
 
 def _finding(rule: type, display: str, line: int, col: int, message: str, *,
@@ -240,7 +245,16 @@ def lint_task(task: Task) -> List[Finding]:
         if SyntaxErrorRule.code not in task.options.codes:
             return []
         return [_finding(SyntaxErrorRule, task.display, 1, 1, f"cannot read file: {exc.strerror or exc}")]
-    return lint_data(task.display, data, task.options)
+    if task.cache_dir is None:
+        return lint_data(task.display, data, task.options)
+    from gradlint import cache
+
+    key = cache.key(data, task.options)  # the bytes' hash, before any decoding or parsing
+    findings = cache.load(task.cache_dir, key, task.display)
+    if findings is None:
+        findings = lint_data(task.display, data, task.options)
+        cache.store(task.cache_dir, key, findings)
+    return findings
 
 
 def lint_data(display: str, data: bytes, options: Options) -> List[Finding]:
@@ -285,10 +299,32 @@ def _batches(tasks: Sequence[Task], jobs: int) -> List[List[Task]]:
     return [b for b in bins if b]
 
 
+# Below this much source in all, a run stays in the main process: starting the pool (forking,
+# then collecting the workers) costs more than it saves: on 2 cores the pool lost at 13 KiB
+# and won from about 16 KiB of fixture-like files (python -m bench.pool_threshold).
+IN_PROCESS_BYTES = 32 * 1024
+
+
+def _small(tasks: Sequence[Task]) -> bool:
+    total = 0
+    for t in tasks:
+        try:
+            total += os.path.getsize(t.path)
+        except (OSError, TypeError):
+            pass
+        if total >= IN_PROCESS_BYTES:
+            return False
+    return True
+
+
 def lint_tasks(tasks: Sequence[Task], jobs: int = 1) -> List[Finding]:
     """Lint every task; the result is sorted and identical for any ``jobs``."""
     findings: List[Finding] = []
-    if jobs <= 1 or len(tasks) < 2:
+    if any(t.cache_dir is not None for t in tasks):
+        from gradlint import cache
+
+        cache.code_fingerprint()  # once, here: forked workers inherit it
+    if jobs <= 1 or len(tasks) < 2 or _small(tasks):
         _init_worker()
         findings = _lint_batch(tasks)
     else:

@@ -1,0 +1,1 @@
+"""Speed and memory measurements (not tests): ``python -m bench.run [DIR ...]``."""

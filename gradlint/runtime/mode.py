@@ -1,0 +1,772 @@
+"""The runtime monitor: a ``TorchFunctionMode`` that watches the calls a program makes to torch
+and records autograd misuse as :class:`gradlint.rule.Finding` objects.
+
+Design:
+
+* **Hot path.** ``__torch_function__`` looks ``func`` up in one dict (``_TABLE``); functions that
+  can never be a finding (``linear``, ``add``, ``sum``, ...) are classified once, cached as
+  ``None`` and called straight through. Only in-place ops, ``numpy``/``__array__``, ``detach``,
+  ``requires_grad_``, the ``grad``/``requires_grad``/``data`` descriptors, ``backward``,
+  ``torch.autograd.backward/grad`` and ``torch.tensor`` have handlers, and each handler asks a
+  couple of cheap tensor attributes before deciding there is nothing to do.
+* **No strong references to user tensors.** Aliases made by ``detach()``/``.data`` live in a
+  ``torch.utils.weak.WeakIdKeyDictionary`` (a plain ``WeakKeyDictionary`` compares keys with
+  ``Tensor.__eq__``); candidates keep weak references; the deep mode's records are owned by the
+  autograd graph, the monitor only holds weak references to them.
+* **Attribution.** A frame walk (``attribution.where``) happens only when a finding or a
+  candidate is recorded. Findings are de-duplicated by ``(code, path, line)``.
+* **Exactness.** Findings about ops that torch rejects (GL101, GL201, GL302, GL305) are recorded
+  *before* the op runs (so they survive the exception) and withdrawn if the op then succeeds.
+  Findings that only a later ``backward()`` proves (GL102, the error case of GL104) are kept as
+  candidates and confirmed when a ``backward()`` fails with torch's "modified by an inplace
+  operation" error. GL203 candidates are confirmed when a ``backward()`` reached the new leaf but
+  never the graph it was detached from, and nothing read the new leaf's ``.grad``.
+* **Deep mode** (``deep=True``) adds ``torch.autograd.graph.saved_tensors_hooks``: each saved
+  tensor is packed with its version and a copy, which finds in-place writes to any saved tensor
+  (inputs too: GL102) and writes that bypass the version counter (``.data``, NumPy views: GL103).
+  Autograd does not check versions of tensors packed by hooks, so the unpack hook performs that
+  check itself and raises the same ``RuntimeError``.
+
+The monitor never changes what the program computes: every handler calls ``func`` exactly once
+with the original arguments, and analysis errors inside the monitor are swallowed.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import weakref
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Tuple
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils.weak import WeakIdKeyDictionary
+
+from gradlint.rule import Finding, Severity
+from gradlint.runtime.attribution import call_as_user, where
+
+__all__ = ["Monitor", "monitor", "describe"]
+
+Tensor = torch.Tensor
+_is_grad_enabled = torch.is_grad_enabled
+_is_compiling = torch.compiler.is_dynamo_compiling  # a constant False outside dynamo's tracing
+
+MODIFIED = "modified by an inplace operation"
+_NO_KWARGS: Dict[str, Any] = {}  # handlers only read kwargs
+_FREED = ("freed", "second time")
+
+# Tensor methods whose name ends in "_" but that do not write the tensor's data
+_NOT_WRITES = frozenset({"requires_grad_", "detach_", "share_memory_", "retain_grad_", "record_stream_"})
+
+
+def describe(t: Any) -> str:
+    """``float32[4, 5] on cpu``."""
+    try:
+        dtype = str(t.dtype).replace("torch.", "")
+        return f"{dtype}[{', '.join(str(s) for s in t.shape)}] on {t.device}"
+    except Exception:  # pragma: no cover - exotic subclasses
+        return type(t).__name__
+
+
+# ------------------------------------------------------------------------------ helpers
+_SAVES_RESULT: Dict[type, bool] = {}
+
+
+def _saves_result(node: Any) -> bool:
+    """The autograd node saved its own output (sigmoid, tanh, exp, relu, softmax, ...)."""
+    if node is None:
+        return False
+    cls = type(node)
+    known = _SAVES_RESULT.get(cls)
+    if known is None:
+        known = _SAVES_RESULT[cls] = hasattr(cls, "_saved_result")
+    return known
+
+
+def _result_live(node: Any) -> bool:
+    """The node saved its output and has not freed it yet (no backward through it so far)."""
+    if not _saves_result(node):
+        return False
+    try:
+        node._saved_result
+    except RuntimeError as exc:
+        return not any(w in str(exc) for w in _FREED)
+    return True
+
+
+def _graph_freed(node: Any) -> bool:
+    """A backward already went through ``node`` (one of its saved tensors is freed). False when
+    the node saves no tensor: then nobody can tell."""
+    for name in dir(type(node)):
+        if name.startswith("_saved_"):
+            try:
+                getattr(node, name)
+            except RuntimeError as exc:
+                if any(w in str(exc) for w in _FREED):
+                    return True
+    return False
+
+
+def _tensors(value: Any) -> List[Tensor]:
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, Tensor)]
+    return []
+
+
+def _storage_ptr(t: Tensor) -> Optional[int]:
+    try:
+        return t.untyped_storage().data_ptr() or None
+    except Exception:
+        return None
+
+
+def _same(a: Tensor, b: Tensor) -> bool:
+    try:
+        if torch.equal(a, b):
+            return True
+        if a.is_floating_point() or a.is_complex():
+            return torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True)
+        return False
+    except Exception:
+        return True
+
+
+class _Saved:
+    """What the deep mode packs for one saved tensor."""
+
+    __slots__ = ("alias", "version", "copy", "ptr", "reported", "__weakref__")
+
+
+class _LeafCandidate:
+    """GL203: ``z`` is a new leaf made from ``y``, a tensor of a graph."""
+
+    __slots__ = ("z", "y", "path", "line", "message", "reached")
+
+    def __init__(self, z: Tensor, y: Optional[Tensor], path: str, line: int, message: str) -> None:
+        self.z = weakref.ref(z)
+        self.y = weakref.ref(y) if y is not None else (lambda: None)
+        self.path, self.line, self.message = path, line, message
+        self.reached = False
+
+
+_Pending = Tuple[str, str, int, str, Optional[Severity]]  # code, path, line, message, severity
+
+
+# ------------------------------------------------------------------------------ the mode
+class Monitor(TorchFunctionMode):
+    """Use as a context manager (``with Monitor() as m:``); ``m.findings`` afterwards (or
+    during: the list so far). ``deep=True`` adds saved-tensor checksums (slower, 2x the memory of
+    the saved activations)."""
+
+    MAX_PENDING = 64
+
+    def __init__(self, deep: bool = False) -> None:
+        super().__init__()
+        self.deep = deep
+        self._found: Dict[Tuple[str, str, int], Finding] = {}
+        self._aliases: Any = WeakIdKeyDictionary()  # alias -> ("detach"|"data", weakref(origin))
+        self._pending: Deque[_Pending] = collections.deque(maxlen=self.MAX_PENDING)
+        self._leaves: Dict[Tuple[str, int], _LeafCandidate] = {}
+        self._saved: Dict[int, "weakref.WeakSet[_Saved]"] = {}
+        self._sweep_at = 1024
+        self._exports: Dict[int, List[Tuple[str, int, str]]] = {}
+        self._fresh: List[_Saved] = []
+        self._hooks: Any = None
+        self._active = 0
+
+    def __new__(cls, deep: bool = False) -> "Monitor":
+        if deep and cls is Monitor:
+            cls = _DeepMonitor
+        return super().__new__(cls)
+
+    # -- context manager ---------------------------------------------------------------------
+    def __enter__(self) -> "Monitor":
+        if self.deep and self._active == 0:
+            self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+            self._hooks.__enter__()
+        self._active += 1
+        super().__enter__()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            super().__exit__(exc_type, exc, tb)
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                if self._hooks is not None:
+                    hooks, self._hooks = self._hooks, None
+                    hooks.__exit__(None, None, None)
+                self.finish()
+
+    @property
+    def findings(self) -> List[Finding]:
+        return sorted(self._found.values(), key=Finding.sort_key)
+
+    def finish(self) -> None:
+        """Settle what only the end can settle: GL203 candidates whose new leaf received a
+        gradient while the graph it was cut from never did."""
+        for cand in list(self._leaves.values()):
+            self._settle_leaf(cand)
+        self._leaves.clear()
+
+    # -- the hot path ----------------------------------------------------------------------
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        try:
+            handler = _TABLE[func]
+        except KeyError:
+            handler = None if _is_compiling() else _classify(func)
+        except TypeError:  # unhashable callable
+            handler = None
+        if handler is None:
+            return func(*args, **kwargs) if kwargs else func(*args)
+        if _is_compiling():  # torch.compile traces through modes: stay out of its graphs
+            return func(*args, **kwargs) if kwargs else func(*args)
+        return handler(self, func, args, kwargs or _NO_KWARGS)
+
+    # -- recording ---------------------------------------------------------------------------
+    def _add(self, code: str, message: str, path: str, line: int,
+             severity: Optional[Severity] = None) -> Optional[Tuple[str, str, int]]:
+        key = (code, path, line)
+        if key in self._found:
+            return None
+        rule = _rules().get(code)
+        self._found[key] = Finding(
+            path=path, line=line, column=1, end_line=line, end_column=1, code=code,
+            name=rule.name if rule else code,
+            severity=severity or (rule.severity if rule else Severity.ERROR),
+            message=message, hint=rule.hint if rule else "", url=rule.url() if rule else "",
+            statement_line=line,
+        )
+        return key
+
+    def _report(self, code: str, message: str, severity: Optional[Severity] = None) -> Optional[Tuple[str, str, int]]:
+        path, line = where()
+        return self._add(code, message, path, line, severity)
+
+    def _retract(self, keys: Iterable[Optional[Tuple[str, str, int]]]) -> None:
+        for key in keys:
+            if key is not None:
+                self._found.pop(key, None)
+
+    def _candidate(self, code: str, message: str, severity: Optional[Severity] = None) -> None:
+        path, line = where()
+        if (code, path, line) not in self._found:
+            self._pending.append((code, path, line, message, severity))
+
+    def _confirm_pending(self) -> None:
+        while self._pending:
+            code, path, line, message, severity = self._pending.popleft()
+            self._add(code, message, path, line, severity)
+
+    def _guarded(self, keys: List[Optional[Tuple[str, str, int]]], func: Any, args: Any, kwargs: Any) -> Any:
+        """Run ``func``; findings recorded in anticipation of torch raising are withdrawn when
+        it does not raise."""
+        if not keys:
+            return func(*args, **kwargs)
+        ok = False
+        try:
+            out = func(*args, **kwargs)
+            ok = True
+            return out
+        finally:
+            if ok:
+                self._retract(keys)
+
+    # -- in-place ops (GL101, GL102, GL103, GL104) ---------------------------------------------
+    def _inplace(self, t: Tensor, op: str, func: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            keys = self._check_inplace(t, op)
+        except Exception:
+            keys = []
+        return self._guarded(keys, func, args, kwargs)
+
+    def _check_inplace(self, t: Tensor, op: str) -> List[Optional[Tuple[str, str, int]]]:
+        covered = False
+        if t.requires_grad:
+            if t.is_leaf:
+                if _is_grad_enabled():
+                    return [self._report("GL101", f"in-place `{op}` on a leaf tensor that requires grad "
+                                                  f"({describe(t)}) while grad mode is on: torch raises")]
+            else:
+                base = t._base if t._is_view() else None
+                if base is not None and base.is_leaf and base.requires_grad:
+                    if _is_grad_enabled():
+                        return [self._report("GL101", f"in-place `{op}` on a view of a leaf tensor that requires "
+                                                      f"grad ({describe(base)}) while grad mode is on: torch raises")]
+                else:
+                    node = t.grad_fn
+                    if not _result_live(node):
+                        node = base.grad_fn if base is not None else None
+                        if not _result_live(node):
+                            node = None
+                    if node is not None:
+                        covered = True
+                        self._candidate("GL102", f"in-place `{op}` on the output of {type(node).__name__} "
+                                                 f"({describe(t)}), which autograd saved for backward: "
+                                                 f"backward() raised")
+        elif self._aliases:
+            entry = self._aliases.get(t)
+            if entry is None and t._is_view():
+                entry = self._aliases.get(t._base)
+            if entry is not None:
+                covered = self._check_alias(t, op, entry)
+        if self.deep and self._saved:
+            self._check_saved(t, op, covered)
+        return []
+
+    def _check_alias(self, t: Tensor, op: str, entry: Tuple[str, Any, bool]) -> bool:
+        kind, ref, _ = entry
+        origin = ref()
+        if origin is None:
+            return False
+        node = origin.grad_fn
+        if kind == "data":
+            if node is not None and _result_live(node):
+                self._mark_saved_reported(t)
+                self._report("GL103", f"in-place `{op}` through `.data` of the output of {type(node).__name__} "
+                                      f"({describe(origin)}), which autograd saved for backward: the version "
+                                      f"counter does not see it and the gradient is silently wrong")
+                return True
+            return False
+        if node is None:  # detached from a leaf: a deliberate update
+            return False
+        if _result_live(node):
+            self._candidate("GL104", f"in-place `{op}` on `.detach()` of the output of {type(node).__name__} "
+                                     f"({describe(origin)}), which autograd saved for backward (detach() shares "
+                                     f"storage and version counter): backward() raised")
+            return True
+        if not _graph_freed(node):
+            self._report("GL104", f"in-place `{op}` on `.detach()` of a tensor of a graph ({describe(origin)}): "
+                                  f"detach() shares storage, the original changes too", Severity.WARNING)
+        return False
+
+    # -- deep mode: saved-tensor hooks ---------------------------------------------------------
+    def _pack(self, t: Tensor) -> Any:
+        rec = _Saved()
+        rec.alias = t.detach()
+        rec.version = t._version
+        rec.reported = False
+        rec.copy = None  # taken when the intercepted call that saved it returns (see _DeepMonitor)
+        self._fresh.append(rec)
+        rec.ptr = ptr = _storage_ptr(t)
+        if ptr is not None:
+            live = self._saved.get(ptr)
+            if live is None:
+                live = self._saved[ptr] = weakref.WeakSet()
+                if len(self._saved) > self._sweep_at:
+                    self._sweep()
+            live.add(rec)
+        return rec
+
+    def _sweep(self) -> None:
+        for ptr in [p for p, s in self._saved.items() if not s]:
+            del self._saved[ptr]
+        for ptr in [p for p in self._exports if p not in self._saved]:
+            del self._exports[ptr]
+        self._sweep_at = max(1024, 2 * len(self._saved))
+
+    def _unpack(self, rec: Any) -> Tensor:
+        a = rec.alias
+        if a._version != rec.version:
+            shape = ", ".join(str(s) for s in a.shape)
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been {MODIFIED}: "
+                f"[{a.type()} [{shape}]] is at version {a._version}; expected version {rec.version} "
+                f"instead. (Checked by gradlint --deep: autograd leaves this check to saved-tensor hooks.)"
+            )
+        if rec.copy is not None and not rec.reported and not _same(a, rec.copy):
+            self._corrupted(rec)
+        return a
+
+    def _live_records(self, t: Tensor) -> List[_Saved]:
+        ptr = _storage_ptr(t)
+        live = self._saved.get(ptr) if ptr is not None else None
+        return list(live) if live else []
+
+    def _mark_saved_reported(self, t: Tensor) -> None:
+        if self.deep:
+            for rec in self._live_records(t):
+                rec.reported = True
+
+    def _check_saved(self, t: Tensor, op: str, covered: bool) -> None:
+        recs = self._live_records(t)
+        if not recs or covered:
+            return
+        entry = self._aliases.get(t) if self._aliases else None
+        kind = entry[0] if entry else None
+        if kind == "data":
+            for rec in recs:
+                rec.reported = True
+            self._report("GL103", f"in-place `{op}` through `.data` of a tensor that autograd saved for "
+                                  f"backward ({describe(t)}): the version counter does not see it and the "
+                                  f"gradient is silently wrong")
+        elif kind == "detach":
+            self._candidate("GL104", f"in-place `{op}` on `.detach()` of a tensor that autograd saved for "
+                                     f"backward ({describe(t)}): backward() raised")
+        else:
+            self._candidate("GL102", f"in-place `{op}` on a tensor that autograd saved for backward "
+                                     f"({describe(t)}): backward() raised")
+
+    def _export(self, t: Tensor) -> None:
+        """Deep mode: a NumPy array that shares memory with a saved tensor."""
+        recs = self._live_records(t)
+        if recs:
+            path, line = where()
+            self._exports.setdefault(recs[0].ptr, []).append((path, line, describe(t)))
+
+    def _corrupted(self, rec: _Saved) -> None:
+        rec.reported = True
+        exports = self._exports.pop(rec.ptr, None) if rec.ptr is not None else None
+        if exports:
+            for path, line, desc in exports[-8:]:
+                self._add("GL103", f"a NumPy array made here shares memory with a tensor that autograd saved "
+                                   f"for backward ({desc}) and was written to before backward(): the gradient "
+                                   f"is silently wrong", path, line)
+        else:
+            self._report("GL103", f"a tensor that autograd saved for backward ({describe(rec.alias)}) was changed "
+                                  f"without autograd noticing (through `.data`, a NumPy view or "
+                                  f"`torch.from_numpy`): the gradient of this backward() is silently wrong")
+
+    # -- GL203 --------------------------------------------------------------------------------
+    def _new_leaf(self, z: Tensor, y: Optional[Tensor], how: str) -> None:
+        path, line = where()
+        if ("GL203", path, line) in self._found:
+            return
+        old = self._leaves.pop((path, line), None)
+        if old is not None:
+            self._settle_leaf(old)
+        self._leaves[(path, line)] = _LeafCandidate(
+            z, y, path, line,
+            f"{how} makes a new leaf from a tensor of a graph ({describe(z)}): backward() reached the new "
+            f"leaf but never the graph it was cut from, whose leaves get no gradient")
+
+    def _settle_leaf(self, cand: _LeafCandidate) -> None:
+        if cand.reached:
+            self._add("GL203", cand.message, cand.path, cand.line)
+
+    def _backward_graph(self, roots: List[Tensor]) -> None:
+        """Before a backward: which GL203 candidates does it reach, and which originals?"""
+        if not self._leaves:
+            return
+        seen = set()
+        leaves = set()
+        stack = [r.grad_fn for r in roots if r.grad_fn is not None]
+        root_ids = {id(r) for r in roots}
+        while stack and len(seen) < 200_000:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            var = getattr(node, "variable", None)
+            if var is not None:
+                leaves.add(id(var))
+            stack.extend(n for n, _ in node.next_functions)
+        for key, cand in list(self._leaves.items()):
+            z, y = cand.z(), cand.y()
+            if z is None:
+                continue
+            y_node = y.grad_fn if y is not None else None
+            if id(z) in root_ids or (y_node is not None and id(y_node) in seen) or (y is not None and id(y) in root_ids):
+                del self._leaves[key]  # GL205's case, or the original graph is back-propagated too
+            elif id(z) in leaves:
+                cand.reached = True
+
+    def _grad_read(self, t: Tensor) -> None:
+        for key, cand in list(self._leaves.items()):
+            if cand.z() is t:
+                del self._leaves[key]  # the new leaf's gradient is the point (saliency, latent opt.)
+
+
+class _DeepMonitor(Monitor):
+    """The deep mode: after each intercepted call, copy the tensors it saved for backward. The
+    copy is taken when the call returns, not in the pack hook, because some kernels update a
+    tensor they saved after saving it (``batch_norm``'s running statistics) without it mattering
+    to the backward pass."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        try:
+            return Monitor.__torch_function__(self, func, types, args, kwargs)
+        finally:
+            if self._fresh:
+                self._snapshot()
+
+    def _snapshot(self) -> None:
+        fresh, self._fresh = self._fresh, []
+        for rec in fresh:
+            try:
+                rec.copy = rec.alias.clone()
+            except Exception:
+                rec.copy = None
+
+
+# ------------------------------------------------------------------------------ handlers
+def _h_inplace(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    t = args[0] if args else None
+    if not isinstance(t, Tensor):
+        return func(*args, **kwargs)
+    if not m.deep:  # the common cases first: an optimizer's update, a plain tensor
+        if t.requires_grad:
+            if t.is_leaf and not _is_grad_enabled():
+                return func(*args, **kwargs)
+        elif not m._aliases:
+            return func(*args, **kwargs)
+    return m._inplace(t, func.__name__, func, args, kwargs)
+
+
+def _functional_inplace(index: int) -> Callable[..., Any]:
+    """``F.relu(x, inplace=True)`` and friends (``inplace`` is the parameter at ``index``)."""
+
+    def handler(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+        inplace = kwargs.get("inplace", args[index] if len(args) > index else False)
+        if not inplace:
+            return func(*args, **kwargs)
+        t = args[0] if args else kwargs.get("input")
+        if not isinstance(t, Tensor):
+            return func(*args, **kwargs)
+        return m._inplace(t, f"{func.__name__}(inplace=True)", func, args, kwargs)
+
+    return handler
+
+
+def _h_numpy(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    keys: List[Any] = []
+    try:
+        t = args[0]
+        force = kwargs.get("force", args[1] if len(args) > 1 else False)
+        if t.requires_grad and not force:
+            what = "`.numpy()`" if func.__name__ == "numpy" else "a NumPy conversion (`np.asarray`, `np.array`, a ufunc)"
+            keys.append(m._report("GL201", f"{what} of a tensor that requires grad ({describe(t)}): torch raises; "
+                                           f"the gradient cannot flow through NumPy"))
+        elif m.deep and m._saved:
+            m._export(t)
+    except Exception:
+        pass
+    return m._guarded(keys, func, args, kwargs)
+
+
+def _h_detach(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    out = func(*args, **kwargs)
+    try:
+        t = args[0]
+        if t.grad_fn is not None:
+            m._aliases[out] = ("detach", weakref.ref(t), True)
+    except Exception:
+        pass
+    return out
+
+
+def _h_data_get(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    out = func(*args, **kwargs)
+    try:
+        t = args[0]
+        if t.requires_grad:
+            m._aliases[out] = ("data", weakref.ref(t), t.grad_fn is not None)
+    except Exception:
+        pass
+    return out
+
+
+def _h_grad_get(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    if args[0].is_leaf and not m._leaves:  # an optimizer reading its parameters' gradients
+        return func(*args)
+    warns = False
+    try:
+        t = args[0]
+        if m._leaves:
+            m._grad_read(t)
+        if not t.is_leaf and not t.retains_grad:
+            m._report("GL303", f"`.grad` of a non-leaf tensor ({describe(t)}) without `retain_grad()`: it is "
+                               f"None, autograd only fills `.grad` of leaves")
+            warns = True
+    except Exception:
+        pass
+    if warns:  # torch warns: at the user's line, as it would without the monitor
+        return call_as_user(func, args, kwargs)
+    return func(*args, **kwargs)
+
+
+def _origin_of(m: Monitor, t: Tensor) -> Tuple[bool, Optional[Tensor]]:
+    """``(True, origin)`` when ``t`` was detached (``.detach()`` or ``.data``) from a tensor of a
+    graph; ``origin`` is None when that tensor no longer exists (nor, then, its graph)."""
+    if not m._aliases:
+        return False, None
+    entry = m._aliases.get(t)
+    if entry is None or not entry[2]:
+        return False, None
+    return True, entry[1]()
+
+
+def _h_requires_grad_set(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    keys: List[Any] = []
+    cut, origin = False, None
+    try:
+        t, value = args[0], args[1]
+        if not t.is_leaf:
+            keys.append(m._report("GL302", f"setting `requires_grad` of a non-leaf tensor ({describe(t)}): torch "
+                                           f"raises; a computed tensor's requires_grad follows its inputs"))
+        elif value:
+            cut, origin = _origin_of(m, t)
+    except Exception:
+        pass
+    out = m._guarded(keys, func, args, kwargs)
+    if cut:
+        try:
+            m._new_leaf(args[0], origin, "`requires_grad = True` on a detached copy")
+        except Exception:
+            pass
+    return out
+
+
+def _h_requires_grad_(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    keys: List[Any] = []
+    cut, origin = False, None
+    try:
+        t = args[0]
+        flag = kwargs.get("requires_grad", args[1] if len(args) > 1 else True)
+        if not t.is_leaf and not flag:
+            keys.append(m._report("GL302", f"`requires_grad_(False)` on a non-leaf tensor ({describe(t)}): torch "
+                                           f"raises; use `.detach()` to stop gradients"))
+        elif flag:
+            cut, origin = _origin_of(m, t)
+    except Exception:
+        pass
+    out = m._guarded(keys, func, args, kwargs)
+    if cut:
+        try:
+            m._new_leaf(args[0], origin, "`.detach().requires_grad_()`")
+        except Exception:
+            pass
+    return out
+
+
+def _h_tensor(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    data = args[0] if args else kwargs.get("data")
+    if not isinstance(data, Tensor):
+        return func(*args, **kwargs)
+    origin = None
+    try:
+        m._report("GL204", f"`torch.tensor()` of a tensor ({describe(data)}): it copies without history; use "
+                           f"`t.detach().clone()` (or `t.clone()` to keep the gradient)")
+        if kwargs.get("requires_grad") and data.grad_fn is not None:
+            origin = data
+    except Exception:
+        pass
+    out = call_as_user(func, args, kwargs)  # torch warns: at the user's line, as usual
+    if origin is not None:
+        try:
+            m._new_leaf(out, origin, "`torch.tensor(t, requires_grad=True)`")
+        except Exception:
+            pass
+    return out
+
+
+def _backward_roots(func: Any, args: Any, kwargs: Any) -> List[Tensor]:
+    if func is _TENSOR_BACKWARD:
+        return _tensors(args[0]) if args else []
+    name = "outputs" if func is _AUTOGRAD_GRAD else "tensors"
+    return _tensors(args[0] if args else kwargs.get(name))
+
+
+def _h_backward(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    keys: List[Any] = []
+    try:
+        roots = _backward_roots(func, args, kwargs)
+        call = "torch.autograd.grad()" if func is _AUTOGRAD_GRAD else "backward()"
+        for i, r in enumerate(roots):
+            if not r.requires_grad:
+                keys.append(m._report("GL305", f"{call} on a tensor that does not require grad ({describe(r)}, "
+                                               f"element {i}): it was computed without a graph (no_grad, "
+                                               f"inference_mode or detach()); torch raises"))
+                break
+        else:
+            if func is not _AUTOGRAD_GRAD:
+                for r in roots:
+                    if r.is_leaf:
+                        m._report("GL205", f"backward() on a leaf tensor ({describe(r)}) made to require grad "
+                                           f"after the fact: no other tensor receives a gradient")
+                        break
+            m._backward_graph(roots)
+    except Exception:
+        pass
+    try:
+        return m._guarded(keys, func, args, kwargs)
+    except RuntimeError as exc:
+        if MODIFIED in str(exc):
+            m._confirm_pending()
+        raise
+
+
+# ------------------------------------------------------------------------------ dispatch table
+_TENSOR_BACKWARD = torch.Tensor.backward
+_AUTOGRAD_GRAD = torch.autograd.grad
+
+_TABLE: Dict[Any, Optional[Callable[..., Any]]] = {
+    torch.Tensor.__setitem__: _h_inplace,
+    torch.Tensor.numpy: _h_numpy,
+    torch.Tensor.__array__: _h_numpy,
+    torch.Tensor.detach: _h_detach,
+    torch.Tensor.requires_grad_: _h_requires_grad_,
+    torch.Tensor.backward: _h_backward,
+    torch.autograd.backward: _h_backward,
+    torch.autograd.grad: _h_backward,
+    torch.tensor: _h_tensor,
+    torch.Tensor.grad.__get__: _h_grad_get,  # type: ignore[attr-defined]
+    torch.Tensor.data.__get__: _h_data_get,  # type: ignore[attr-defined]
+    torch.Tensor.requires_grad.__set__: _h_requires_grad_set,  # type: ignore[attr-defined]
+}
+
+
+def _functional_table() -> None:
+    import torch.nn.functional as F
+
+    for name in dir(F):
+        fn = getattr(F, name)
+        if not inspect.isfunction(fn) or name.startswith("_"):
+            continue
+        try:
+            params = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            continue
+        if "inplace" in params:
+            _TABLE[fn] = _functional_inplace(params.index("inplace"))
+
+
+_functional_table()
+
+_INPLACE_MODULES = ("torch", "torch.nn.functional", "torch._C._nn", "torch.functional")
+
+
+def _classify(func: Any) -> Optional[Callable[..., Any]]:
+    """Decide once per function whether it needs a handler (in-place ops found by name)."""
+    handler: Optional[Callable[..., Any]] = None
+    name = getattr(func, "__name__", "")
+    if isinstance(name, str) and name.endswith("_") and not name.startswith("_") and name not in _NOT_WRITES:
+        qual = getattr(func, "__qualname__", "") or ""
+        module = getattr(func, "__module__", None)
+        if qual.startswith(("TensorBase.", "Tensor.", "_VariableFunctionsClass.")) or module in _INPLACE_MODULES:
+            handler = _h_inplace
+    try:
+        _TABLE[func] = handler
+    except TypeError:
+        pass
+    return handler
+
+
+_RULES: Optional[Dict[str, Any]] = None
+
+
+def _rules() -> Dict[str, Any]:
+    global _RULES
+    if _RULES is None:
+        from gradlint.rule import registry
+
+        _RULES = registry()
+    return _RULES
+
+
+def monitor(deep: bool = False) -> Monitor:
+    """``with monitor() as m: ...``; then ``m.findings``."""
+    return Monitor(deep=deep)

@@ -1,0 +1,134 @@
+"""``gradlint run``: run a program as ``python SCRIPT ARGS`` / ``python -m MODULE ARGS`` would,
+under the monitor, and report what it saw at exit (on stderr, or in ``--output``).
+
+The program keeps its ``sys.argv``, ``__main__``, ``sys.path[0]``, stdout and exit status: an
+uncaught exception prints its traceback (as Python would, without gradlint's frames) and exits
+with status 1; ``SystemExit`` codes are preserved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import runpy
+import sys
+import traceback
+from typing import Any, List, Optional, Sequence, Tuple
+
+
+def execute(target: str, args: Sequence[str], contexts: Sequence[Any], *, module: bool = False) -> Tuple[int, str]:
+    """Run the program inside ``contexts`` (the monitor, a line recorder, ...) as ``python
+    SCRIPT ARGS`` / ``python -m MODULE ARGS`` would. Never raises for what the program does: an
+    uncaught exception prints its traceback (without gradlint's frames) on stderr. Returns the
+    exit status Python would have given, and ``"Type: message"`` for an uncaught exception."""
+    saved_argv, saved_path0 = list(sys.argv), (sys.path[0] if sys.path else None)
+    saved_cwd = os.getcwd()
+    status: object = 0
+    exception = ""
+    try:
+        sys.argv = [target, *args]  # run_module(alter_sys=True) replaces argv[0] with the file
+        _set_path0(os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
+        with contextlib.ExitStack() as stack:
+            for c in contexts:
+                stack.enter_context(c)
+            if module:
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(os.path.abspath(target), run_name="__main__")
+    except SystemExit as exc:
+        status = exc.code
+    except KeyboardInterrupt:
+        _print_traceback(*sys.exc_info())
+        status, exception = 130, "KeyboardInterrupt"
+    except BaseException as exc:
+        _print_traceback(*sys.exc_info())
+        status, exception = 1, f"{type(exc).__name__}: {exc}".rstrip(": ")
+    finally:
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+        with contextlib.suppress(OSError):
+            os.chdir(saved_cwd)
+    return _exit_code(status), exception  # prints a SystemExit message first, as Python does
+
+
+def run_program(target: str, args: Sequence[str], *, module: bool = False, deep: bool = False,
+                output: Optional[str] = None, fmt: str = "concise") -> int:
+    """Run the program under the monitor; return the exit status it would have had (the caller
+    exits with it)."""
+    from gradlint.runtime.mode import Monitor
+
+    mon = Monitor(deep=deep)
+    code, _ = execute(target, args, [mon], module=module)
+    _emit(mon.findings, output, fmt)
+    return code
+
+
+def _set_path0(path: str) -> None:
+    if sys.path:
+        sys.path[0] = path
+    else:  # pragma: no cover
+        sys.path.insert(0, path)
+
+
+def _exit_code(code: object) -> int:
+    """What Python does with ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return 1
+
+
+def _print_traceback(etype, value, tb) -> None:  # type: ignore[no-untyped-def]
+    """The traceback without the frames of the runtime monitor and runpy (the program's own
+    start at the script or module)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    skip = (here + os.sep, os.path.abspath(runpy.__file__), "<frozen runpy>")
+    kept = []
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (name.startswith(skip) or os.path.abspath(name).startswith(skip)):
+            kept.append(tb)
+        tb = tb.tb_next
+    for a, b in zip(kept, kept[1:]):
+        a.tb_next = b
+    if kept:
+        kept[-1].tb_next = None
+    tb = kept[0] if kept else None
+    sys.stdout.flush()
+    hook = sys.excepthook
+    if hook is sys.__excepthook__:
+        traceback.print_exception(etype, value, tb)
+    else:  # the program installed its own hook: let it print
+        hook(etype, value, tb)
+    sys.stderr.flush()
+
+
+def _emit(findings: List, output: Optional[str], fmt: str) -> None:
+    from gradlint.report import ReportContext, render
+
+    files = len({f.path for f in findings})
+    try:
+        sys.stdout.flush()
+    except Exception:  # pragma: no cover - a closed stdout
+        pass
+    if output is not None:
+        text = render(findings, fmt, ReportContext(files_checked=files))
+        try:
+            with open(output, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        except OSError as exc:
+            sys.stderr.write(f"gradlint: error: cannot write {output}: {exc.strerror or exc}\n")
+        else:
+            n = len(findings)
+            sys.stderr.write(f"gradlint: {n} runtime finding{'s' if n != 1 else ''} written to {output}\n")
+        return
+    if not findings:
+        sys.stderr.write("gradlint: no autograd misuse observed at runtime.\n")
+        return
+    color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
+    text = render(findings, "concise", ReportContext(files_checked=files, color=color))
+    sys.stderr.write("gradlint: runtime findings:\n" + text)
+    sys.stderr.flush()

@@ -1,0 +1,541 @@
+"""The runtime mode (``gradlint.runtime``): the monitor on every fixture example, ``gradlint run``
+end to end, the pytest plugin, CUDA, and the monitor's hold on user tensors."""
+
+from __future__ import annotations
+
+import gc
+import importlib.metadata
+import json
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+import weakref
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+from fixture_harness import examples, fixture_files, helpers_used, load  # noqa: E402
+from gradlint.runtime import monitor  # noqa: E402
+from gradlint.testing import expectation  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Rule codes the runtime level reports. The other codes are out of reach of a TorchFunctionMode:
+#   GL202 scalar-roundtrip: the value travels as a Python float (.item(), float(t), .tolist());
+#         telling a round trip from logging needs the data flow through Python numbers.
+#   GL301 non-leaf-parameter: the optimizer's "can't optimize a non-leaf Tensor" check and
+#         nn.Parameter are not visible to a TorchFunctionMode; where the program then reads the
+#         converted tensor's .grad the runtime reports GL303 at that line instead.
+#   GL304 parameter-rebound: rebinding a Python name is not a torch call; the runtime reports the
+#         consequences (GL303 at the .grad read, GL305 at backward()).
+#   any code not listed here (rules added later) until its runtime check exists.
+RUNTIME_CODES = {"GL101", "GL102", "GL103", "GL104", "GL201", "GL203", "GL204", "GL205", "GL302", "GL303", "GL305"}
+
+# Bad examples of covered codes that only the deep level (saved-tensor hooks) sees.
+DEEP_ONLY = {
+    "GL102_inplace_on_saved_output::bad_input_of_mul":
+        "mul saves its inputs; without saved-tensor hooks the monitor only knows ops that save their output",
+    "GL102_inplace_on_saved_output::bad_under_no_grad_still_raises": "the same: x is saved as an input of x * x",
+    "GL102_inplace_on_saved_output::bad_constant_operand_of_mul": "the same: c is saved as an operand of h * c",
+    "GL103_inplace_through_data::bad_data_add_after_save": "x is saved as an input of x * x (needs the hooks)",
+    "GL103_inplace_through_data::bad_numpy_view_write":
+        "a write through a NumPy view is invisible to torch; only the deep level's checksum sees it "
+        "(reported at the line that made the array)",
+}
+
+# Bad examples of covered codes that neither level can report, and why.
+OUT_OF_REACH = {
+    "GL201_numpy_on_graph_tensor::bad_np_mean":
+        "np.mean calls Tensor.mean(axis=...), which raises TypeError before any NumPy conversion happens",
+    "GL201_numpy_on_graph_tensor::bad_from_numpy_round_trip":
+        "the tensor leaves through .detach().numpy() (legitimate on its own) and comes back through "
+        "torch.from_numpy, which TorchFunctionMode does not see; the cut is a data-flow fact",
+    "GL201_numpy_on_graph_tensor::bad_tensor_of_ndarray_round_trip":
+        "the same round trip, back through torch.tensor(ndarray): nothing links the array to the graph",
+    "GL201_numpy_on_graph_tensor::bad_round_trip_nothing_left":
+        "the same round trip; the runtime reports its consequence instead, GL305 at backward()",
+}
+
+
+def _all_examples():
+    return [(p, ex) for p in fixture_files() for ex in examples(p)]
+
+
+def _ids(item):
+    return item[1].id
+
+
+def _code(path: Path) -> str:
+    return path.name.split("_", 1)[0]
+
+
+def _run(fn, spec, *, deep=None):
+    """Run one example (under the monitor unless deep is None): (result, exception, findings)."""
+    torch.manual_seed(0)
+    np.random.seed(0)
+    result = exc = None
+    findings = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if deep is None:
+                result = fn()
+            else:
+                with monitor(deep=deep) as m:
+                    result = fn()
+        except Exception as e:  # the declared exception (checked below)
+            exc = e
+        if deep is not None:
+            findings = m.findings
+    if "raises" in spec:
+        assert exc is not None and isinstance(exc, spec["raises"][0]), f"expected {spec['raises']}, got {exc!r}"
+    elif exc is not None:
+        raise exc
+    return result, exc, findings
+
+
+def _ranges(path, ex):
+    return [(ex.first, ex.last)] + [(h.first, h.last) for h in helpers_used(path, ex)]
+
+
+def _in_example(f, path, ex) -> bool:
+    return Path(f.path).resolve() == path.resolve() and any(a <= f.line <= b for a, b in _ranges(path, ex))
+
+
+# ------------------------------------------------------------------------------ (1) fixtures
+@pytest.mark.parametrize("deep", [False, True], ids=["default", "deep"])
+@pytest.mark.parametrize("item", [i for i in _all_examples() if i[1].name.startswith("bad_")], ids=_ids)
+def test_bad_example_is_reported(item, deep):
+    path, ex = item
+    code = _code(path)
+    if code not in RUNTIME_CODES:
+        pytest.skip(f"{code} is out of reach of the runtime level (see RUNTIME_CODES)")
+    if ex.id in OUT_OF_REACH:
+        pytest.skip(OUT_OF_REACH[ex.id])
+    if ex.id in DEEP_ONLY and not deep:
+        pytest.skip(f"deep level only: {DEEP_ONLY[ex.id]}")
+    fn = getattr(load(path), ex.name)
+    _, _, findings = _run(fn, expectation(fn) or {}, deep=deep)
+    hits = [f for f in findings if f.code == code and _in_example(f, path, ex)]
+    assert hits, f"{ex.id}: no {code} inside the example; got {[(f.code, f.path, f.line) for f in findings]}"
+    f = hits[0]
+    assert f.name and f.severity and f.column == 1
+    assert re.search(r"\[[\d, ]*\] on (cpu|cuda|meta)", f.message), f.message  # shape and device
+
+
+def test_out_of_reach_lists_are_current():
+    ids = {ex.id for _, ex in _all_examples()}
+    stale = [i for i in list(DEEP_ONLY) + list(OUT_OF_REACH) if i not in ids]
+    assert not stale, f"no such fixture example: {stale}"
+
+
+@pytest.mark.parametrize("item", [(p, ex) for p, ex in _all_examples() if ex.id in OUT_OF_REACH], ids=_ids)
+def test_out_of_reach_examples_are_really_missed(item):
+    """If one of these starts being reported, move it out of OUT_OF_REACH."""
+    path, ex = item
+    fn = getattr(load(path), ex.name)
+    _, _, findings = _run(fn, expectation(fn) or {}, deep=True)
+    assert not [f for f in findings if f.code == _code(path) and _in_example(f, path, ex)]
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["default", "deep"])
+@pytest.mark.parametrize("item", [i for i in _all_examples() if i[1].name.startswith("good_")], ids=_ids)
+def test_good_example_is_silent(item, deep):
+    path, ex = item
+    fn = getattr(load(path), ex.name)
+    _, _, findings = _run(fn, {}, deep=deep)
+    assert not findings, [(f.code, f.line, f.message) for f in findings]
+
+
+# ------------------------------------------------------------------------------ (2) no change
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return False
+        return (a.shape == b.shape and a.dtype == b.dtype and a.requires_grad == b.requires_grad
+                and torch.equal(a.detach().nan_to_num(), b.detach().nan_to_num()))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (torch.nn.Module, torch.optim.Optimizer)):
+        return type(a) is type(b)
+    return a == b
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["default", "deep"])
+@pytest.mark.parametrize("item", _all_examples(), ids=_ids)
+def test_results_and_exceptions_unchanged(item, deep):
+    path, ex = item
+    fn = getattr(load(path), ex.name)
+    spec = expectation(fn) or {}
+    plain, plain_exc, _ = _run(fn, spec)
+    watched, watched_exc, _ = _run(fn, spec, deep=deep)
+    assert type(plain_exc) is type(watched_exc)
+    if plain_exc is not None:
+        if deep and "modified by an inplace operation" in str(plain_exc):
+            # under saved-tensor hooks autograd leaves the version check to the hooks: gradlint's
+            # unpack hook raises the same error with its own wording
+            assert "modified by an inplace operation" in str(watched_exc)
+        else:
+            assert str(plain_exc) == str(watched_exc)
+    assert _same(plain, watched), f"{plain!r} != {watched!r}"
+
+
+# ------------------------------------------------------------------------------ API details
+def test_findings_are_deduplicated_and_attributed_to_the_caller():
+    x = torch.ones(3, requires_grad=True)
+    y = x * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with monitor() as m:
+            for _ in range(5):
+                y.grad  # noqa: B018  (line A)
+    line_a = sys._getframe().f_lineno - 1
+    (f,) = m.findings
+    assert (f.code, f.name, f.line) == ("GL303", "non-leaf-grad-read", line_a)
+    assert Path(f.path).resolve() == Path(__file__).resolve()
+    assert "float32[3] on cpu" in f.message
+
+
+def test_gl101_is_reported_before_torch_raises_and_torch_still_raises():
+    x = torch.ones(3, requires_grad=True)
+    with monitor() as m:
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            x.add_(1)
+    assert [f.code for f in m.findings] == ["GL101"]
+
+
+def test_gl102_needs_a_failing_backward():
+    a = torch.rand(3, requires_grad=True)
+    with monitor() as m:
+        b = a.sigmoid()
+        b.mul_(2)
+    assert m.findings == []  # nothing back-propagated: the in-place op was harmless
+    with monitor() as m:
+        b = a.sigmoid()
+        b.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            b.sum().backward()
+    assert [f.code for f in m.findings] == ["GL102"]
+
+
+def test_gradlint_exports_monitor_lazily():
+    code = textwrap.dedent(
+        """\
+        import sys
+        import gradlint, gradlint.cli, gradlint.runtime, gradlint.runtime.pytest_plugin
+        assert "torch" not in sys.modules, "importing gradlint imported torch"
+        from gradlint import monitor
+        from gradlint.runtime import Monitor
+        assert "torch" in sys.modules
+        with monitor() as m:
+            pass
+        assert isinstance(m, Monitor) and m.findings == []
+        print("ok")
+        """
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
+
+
+# ------------------------------------------------------------------------------ (6) references
+@pytest.mark.parametrize("deep", [False, True], ids=["default", "deep"])
+def test_monitor_holds_no_strong_reference(deep):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with monitor(deep=deep) as m:
+            x = torch.ones(3, requires_grad=True)
+            y = x.sigmoid()
+            d = y.detach()  # an alias the monitor tracks
+            data = y.data  # another
+            z = y.detach().requires_grad_()  # a GL203 candidate
+            y.grad  # noqa: B018  (a finding)
+            (z * y).sum().backward()
+            refs = [weakref.ref(t) for t in (x, y, d, data, z)]
+            del x, y, d, data, z
+            gc.collect()
+            assert [r() for r in refs] == [None] * 5
+    assert [f.code for f in m.findings] == ["GL303"]
+
+
+# ------------------------------------------------------------------------------ (3) gradlint run
+TRAIN = textwrap.dedent(
+    """\
+    import sys
+    import torch
+    import torch.nn as nn
+
+    print("argv", sys.argv[1:], __name__)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    for step in range(3):
+        opt.zero_grad()
+        h = model[1](model[0](x))
+        loss = ((model[2](h) - y) ** 2).mean()
+        loss.backward()
+        print("step", step, "h.grad", h.grad)  # BUG-GL303
+        opt.step()
+        history = torch.tensor(loss)  # BUG-GL204
+        print("loss %.6f" % history.item())
+    w = torch.ones(3, requires_grad=True)
+    w += 1  # BUG-GL101 (raises: exit status 1)
+    """
+)
+
+
+def _line_of(text: str, marker: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if marker in line)
+
+
+def _gradlint(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "gradlint", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_run_script_end_to_end(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN)
+    plain = subprocess.run([sys.executable, "train.py", "--epochs", "3"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+    got = _gradlint("run", "train.py", "--epochs", "3", cwd=tmp_path)
+    assert plain.returncode == 1 and got.returncode == 1, got.stderr
+    assert got.stdout == plain.stdout
+    assert "argv ['--epochs', '3'] __main__" in got.stdout
+    # the program's traceback, as Python prints it, without gradlint's frames
+    assert "RuntimeError: a leaf Variable that requires grad" in got.stderr
+    before = got.stderr.split("gradlint: runtime findings")[0]
+    assert "gradlint" not in before.replace("\\", "/").replace(str(tmp_path), "")
+    # torch's warnings point at the program's lines, as without the monitor
+    assert before == plain.stderr
+    for code in ("GL303", "GL204", "GL101"):
+        line = _line_of(TRAIN, f"BUG-{code}")
+        assert re.search(rf"^train\.py:{line}:1: {code} ", got.stderr, re.M), got.stderr
+    assert "Found 2 errors, 1 warning in 1 file." in got.stderr
+
+
+def test_run_output_file(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN)
+    got = _gradlint("run", "--output", "out.json", "--format", "json", "train.py", cwd=tmp_path)
+    assert got.returncode == 1
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert sorted(d["code"] for d in data) == ["GL101", "GL204", "GL303"]
+    assert all(d["path"] == "train.py" for d in data)
+    assert "3 runtime findings written to out.json" in got.stderr
+
+
+def test_run_exit_codes_in_process(tmp_path, monkeypatch, capfd):
+    from gradlint.runtime.run import run_program
+
+    monkeypatch.chdir(tmp_path)
+    argv, path0 = list(sys.argv), sys.path[0]
+    (tmp_path / "ok.py").write_text("import sys, torch\nprint(torch.ones(2).sum().item(), sys.argv[1:])\nsys.exit(3)\n")
+    assert run_program("ok.py", ["x"]) == 3
+    out, err = capfd.readouterr()
+    assert out == "2.0 ['x']\n" and "no autograd misuse observed" in err
+    assert (sys.argv, sys.path[0]) == (argv, path0)  # restored
+
+    (tmp_path / "msg.py").write_text("raise SystemExit('bye')\n")
+    assert run_program("msg.py", []) == 1
+    assert capfd.readouterr().err.startswith("bye\n")
+
+    (tmp_path / "boom.py").write_text("def f():\n    raise KeyError('k')\nf()\n")
+    assert run_program("boom.py", []) == 1
+    err = capfd.readouterr().err
+    assert err.startswith("Traceback (most recent call last):\n") and "KeyError: 'k'" in err
+    assert "runpy" not in err and "gradlint/runtime" not in err.replace("\\", "/")
+
+
+def test_run_module(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "main.py").write_text(
+        "import sys, torch\n"
+        "print(sys.argv[1:], __name__, sys.path[0] == __import__('os').getcwd())\n"
+        "x = torch.ones(2, requires_grad=True)\n"
+        "y = (x * 2).sum()\n"
+        "y.detach().backward()\n"
+    )
+    plain = subprocess.run([sys.executable, "-m", "pkg.main", "a"], cwd=tmp_path, capture_output=True, text=True)
+    got = _gradlint("run", "-m", "pkg.main", "a", cwd=tmp_path)
+    assert (got.returncode, got.stdout) == (plain.returncode, plain.stdout) == (1, "['a'] __main__ True\n")
+    assert re.search(r"pkg[/\\]main\.py:5:1: GL305 ", got.stderr), got.stderr
+
+
+# ------------------------------------------------------------------------------ (4) pytest plugin
+SUITE = textwrap.dedent(
+    """\
+    import pytest
+    import torch
+
+
+    def test_reads_non_leaf_grad():
+        x = torch.ones(3, requires_grad=True)
+        y = x * 2
+        y.sum().backward()
+        assert y.grad is None
+
+
+    def test_expects_the_leaf_error():
+        x = torch.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError):
+            x.add_(1)
+
+
+    def test_clean():
+        x = torch.ones(3, requires_grad=True)
+        (x * 2).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    """
+)
+
+
+def _plugin_args():
+    active = any(ep.value == "gradlint.runtime.pytest_plugin"
+                 for ep in importlib.metadata.entry_points(group="pytest11"))
+    return [] if active else ["-p", "gradlint.runtime.pytest_plugin"]
+
+
+def test_pytest_plugin(pytester):
+    pytester.makepyfile(test_suite=SUITE)
+    args = ["-p", "no:cacheprovider", *_plugin_args()]
+    off = pytester.runpytest_inprocess(*args, "-q")
+    off.assert_outcomes(passed=3)
+    assert "gradlint" not in off.stdout.str()
+
+    on = pytester.runpytest_inprocess(*args, "-q", "--gradlint", "-W", "ignore")
+    on.assert_outcomes(passed=3)
+    out = on.stdout.str()
+    assert "gradlint runtime findings (2)" in out
+    assert re.search(r"test_suite\.py:9:1: GL303 \[error\].*\n\s+in test_suite\.py::test_reads_non_leaf_grad", out), out
+    assert re.search(r"test_suite\.py:15:1: GL101 .*\n\s+in test_suite\.py::test_expects_the_leaf_error", out), out
+
+    strict = pytester.runpytest_inprocess(*args, "-q", "--gradlint-strict", "-W", "ignore")
+    strict.assert_outcomes(passed=1, failed=2)
+    assert "GradlintFindings" in strict.stdout.str()
+
+
+def test_pytest_plugin_module_does_not_import_torch():
+    code = ("import sys, gradlint.runtime.pytest_plugin\n"
+            "assert not [m for m in sys.modules if m == 'torch' or m.startswith('torch.')]\nprint('ok')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "ok", p.stderr
+
+
+# ------------------------------------------------------------------------------ (5) CUDA
+cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                          reason="CUDA is not available (torch.cuda.is_available() is False): CUDA runtime tests need a GPU")
+
+
+@cuda
+def test_cuda_leaf_inplace_and_saved_output():
+    with monitor() as m:
+        x = torch.ones(3, device="cuda", requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable"):
+            x.mul_(2)
+        b = x.sigmoid()
+        b.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            b.sum().backward()
+    assert [f.code for f in m.findings] == ["GL101", "GL102"]
+    assert all("on cuda:0" in f.message for f in m.findings)
+
+
+@cuda
+def test_cuda_deep_data_write_and_numpy():
+    with monitor(deep=True) as m:
+        x = torch.ones(3, device="cuda", requires_grad=True)
+        y = (x * x).sum()
+        x.data.add_(1)  # GL103 (the input of x * x)
+        y.backward()
+        with pytest.raises(RuntimeError, match="Can't call numpy"):
+            x.numpy()
+    assert [f.code for f in m.findings] == ["GL103", "GL201"]
+
+
+@cuda
+@pytest.mark.parametrize("deep", [False, True], ids=["default", "deep"])
+def test_cuda_training_is_unchanged(deep):
+    def train():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        x, t = torch.randn(32, 8, device="cuda"), torch.randint(0, 2, (32,), device="cuda")
+        for _ in range(5):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), t).backward()
+            opt.step()
+        return [p.detach().cpu() for p in model.parameters()]
+
+    plain = train()
+    with monitor(deep=deep) as m:
+        watched = train()
+    assert m.findings == []
+    assert all(torch.equal(a, b) for a, b in zip(plain, watched))
+
+
+# ------------------------------------------------------------------------------ torch.compile
+def test_torch_compile_is_left_alone():
+    """The monitor stays out of the graphs torch.compile traces (no graph break, no finding
+    inside compiled code with a real backend); with the "eager" backend the traced graph runs
+    eagerly, under the monitor, and its findings point at the compiled function's ``def`` line
+    (dynamo runs the graph in that function's frame, whose line number is the first line)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+
+    def f(x):
+        y = x.sigmoid()
+        y.mul_(2)
+        return y.sum()
+
+    compiled = torch.compile(f, backend="eager")
+    x = torch.ones(3, requires_grad=True)
+    with monitor() as m:
+        out = compiled(x)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.backward()
+    assert not torch._dynamo.utils.counters["graph_break"]
+    line = f.__code__.co_firstlineno
+    assert [(g.code, Path(g.path).resolve(), g.line) for g in m.findings] == [("GL102", Path(__file__).resolve(), line)]
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["program-mode-inside", "program-mode-outside"])
+def test_another_torch_function_mode_in_the_program(inside):
+    from torch.overrides import TorchFunctionMode
+
+    seen = []
+
+    class Logging(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", "?"))
+            return func(*args, **(kwargs or {}))
+
+    def program():
+        x = torch.ones(2, requires_grad=True)
+        y = (x * 3).sum()
+        with pytest.raises(RuntimeError, match="leaf Variable"):
+            x.add_(1)
+        y.backward()
+        return x.grad
+
+    if inside:
+        with monitor() as m, Logging():
+            grad = program()
+    else:
+        with Logging(), monitor() as m:
+            grad = program()
+    assert grad.tolist() == [3.0, 3.0]
+    assert [f.code for f in m.findings] == ["GL101"]
+    assert {"mul", "add_", "backward"} <= set(seen)
