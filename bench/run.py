@@ -271,11 +271,12 @@ def startup(repeat: int) -> str:
                         ("gradlint --version", "import sys; sys.argv=['gradlint','--version'];"
                                                "import gradlint.cli as c; c.main()")):
         times = []
-        for _ in range(max(repeat, 5)):
+        n = max(repeat, 5)
+        for _ in range(n):
             t, _, _, _ = measure([PY, "-c", code], cwd=REPO, env=env)
             times.append(t)
         rows.append(f"| `{label}` | {statistics.median(times) * 1000:.0f} |")
-    return ("### Start-up (median of 5 subprocesses)\n\n| command | ms |\n|---|---:|\n" + "\n".join(rows) + "\n")
+    return (f"### Start-up (median of {max(repeat, 5)} subprocesses)\n\n| command | ms |\n|---|---:|\n" + "\n".join(rows) + "\n")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -15,7 +15,7 @@ def _reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
         n = stack.pop()
         if isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == key:
             return True
-        stack.extend(c for c in n.children if isinstance(c, cst.BaseExpression))
+        stack.extend(c for c in n.children if isinstance(c, cst.BaseExpression))  # (rare: only for leaves)
     return False
 
 
@@ -65,12 +65,14 @@ class ParameterRebound(Rule):
         if len(node.targets) != 1:
             return
         key: Optional[str] = dotted(node.targets[0].target)
-        if key is None or not _reads_grad_of(node.value, key):
+        if key is None:
             return
         model = self.model
         cur = model.lookup(key)
-        if not cur.leaf_requiring_grad or model.value_of(node.value).leaf_requiring_grad:
-            return  # not a leaf, or rebound to a new leaf on purpose (.detach().requires_grad_())
+        if not cur.leaf_requiring_grad or not _reads_grad_of(node.value, key):
+            return
+        if model.value_of(node.value).leaf_requiring_grad:
+            return  # rebound to a new leaf on purpose (.detach().requires_grad_())
         if model.grad_enabled is True:
             effect = "it is a non-leaf, so its `.grad` is None after the next backward()"
         elif model.grad_enabled is False:

@@ -23,6 +23,15 @@ _SKIP_FIELD_PARTS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon"
                      "header", "footer", "newline", "equal", "dot", "arrow", "operator",
                      "asynchronous", "star", "asname", "trailing_whitespace")
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
+_IS_NODE: Dict[type, bool] = {}
+
+
+def _is_node(t: type) -> bool:
+    """``issubclass(t, cst.CSTNode)``, cached: isinstance() on libcst's ABC is slow."""
+    v = _IS_NODE.get(t)
+    if v is None:
+        v = _IS_NODE[t] = issubclass(t, cst.CSTNode)
+    return v
 
 
 def _fields(t: type) -> Tuple[str, ...]:
@@ -133,12 +142,13 @@ class Walker:
             child = getattr(node, f)
             if child is None:
                 continue
-            if isinstance(child, cst.CSTNode):
-                walk(child)
-            elif isinstance(child, (tuple, list)):
+            t = type(child)
+            if t is tuple or t is list:
                 for c in child:
-                    if isinstance(c, cst.CSTNode):
+                    if _is_node(type(c)):
                         walk(c)
+            elif _is_node(t):
+                walk(child)
 
     def field(self, node: Any) -> None:
         """Walk an optional child or a sequence of children."""
