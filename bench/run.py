@@ -149,7 +149,7 @@ def other_tools(tree: str) -> Dict[str, Optional[List[str]]]:
     torchfix = shutil.which("torchfix")
     tools["torchfix"] = [torchfix, tree] if torchfix else None
     pre = shutil.which("torch-preflight")
-    tools["torch-preflight"] = [pre, tree] if pre else None
+    tools["torch-preflight"] = [pre, "check", tree] if pre else None
     return tools
 
 
