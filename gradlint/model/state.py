@@ -114,6 +114,7 @@ class Model:
         self.last_read: Dict[str, int] = {}
         # ids of tensors on which retain_grad() was called
         self.retained: set = set()
+        self._inlining = False
         self.loops: List[Loop] = []
         # backward/step/zero_grad calls in walk order (see Event)
         self.events: List[Event] = []
@@ -650,6 +651,10 @@ class Model:
         callee = self.value_of(func)
         if callee.kind == MODULE:
             return self._call_module(callee, arg_values, node)
+        if callee.kind == FUNCTION:
+            inlined = self._inline(callee.node, node, arg_values)
+            if inlined is not None:
+                return inlined
         if callee.kind == FUNCTION and callee.items:
             # a function of this module whose result the model summarised (e.g. a loss)
             self._escape(arg_values)
@@ -673,6 +678,36 @@ class Model:
                 return Value(TUPLE, items=tuple(_element(a) for a in arg_values), params=True)
         self._escape(arg_values)
         return UNKNOWN_VALUE
+
+    def _inline(self, fn: Any, call: cst.Call, args: List[Value]) -> Optional[Value]:
+        """A one-expression helper of this module (``def to_np(t): return t.detach().numpy()``)
+        evaluated with this call's arguments, so values and graph cuts flow through it."""
+        if not isinstance(fn, cst.FunctionDef) or fn.decorators or self._inlining:
+            return None
+        body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
+        stmts = [b for b in body if not (isinstance(b, cst.SimpleStatementLine) and len(b.body) == 1
+                                         and isinstance(b.body[0], cst.Expr)
+                                         and isinstance(b.body[0].value, cst.SimpleString))]
+        if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine) or len(stmts[0].body) != 1:
+            return None
+        ret = stmts[0].body[0]
+        params = fn.params
+        if not isinstance(ret, cst.Return) or ret.value is None or params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
+                or params.kwonly_params or params.star_kwarg is not None:
+            return None
+        if any(a.keyword is not None or a.star for a in call.args) or len(args) > len(params.params):
+            return None
+        env: Env = {p.name.value: v for p, v in zip(params.params, args)}
+        saved_env, saved_memo, saved_kind = self.env, self._memo, self.scope_kind
+        self.env, self._memo, self.scope_kind, self._inlining = env, {}, "function", True
+        try:
+            out = self.value_of(ret.value)
+        finally:
+            self.env, self._memo, self.scope_kind, self._inlining = saved_env, saved_memo, saved_kind, False
+        before = _union(a.cuts for a in args)
+        for cut in out.cuts - before:  # a cut made inside the helper is reported at this call
+            cut.node, cut.statement = call, self.current_statement
+        return out
 
     def _instantiate(self, summary: Value) -> Value:
         """A fresh value shaped like a function's summarised result, at this call's grad mode."""
