@@ -43,12 +43,22 @@ def steps(model, opt, x, t, n):
     return total
 
 
+class _EmptyMode(torch.overrides.TorchFunctionMode):
+    """The reference: a TorchFunctionMode that only forwards each call."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
 def timed(variant, sizes, batch, n):
     model, opt, x, t = make(sizes, batch)
     steps(model, opt, x, t, max(1, n // 20))  # warm-up (allocator, Adam state)
     start = time.perf_counter()
     if variant == "baseline":
         steps(model, opt, x, t, n)
+    elif variant == "empty":
+        with _EmptyMode():
+            steps(model, opt, x, t, n)
     else:
         with monitor(deep=(variant == "deep")) as m:
             steps(model, opt, x, t, n)
@@ -68,10 +78,10 @@ def main() -> None:
         ("small MLP 32-64-64-10, batch 32", [32, 64, 64, 10], 32, args.small_steps),
         ("medium MLP 512-1024-1024-10, batch 256", [512, 1024, 1024, 10], 256, args.medium_steps),
     ]
-    variants = ("baseline", "monitor", "deep")
+    variants = ("baseline", "empty", "monitor", "deep")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), median of {args.repeats} interleaved repeats\n")
-    print("| model | baseline step | monitor | monitor --deep |")
-    print("|---|---|---|---|")
+    print("| model | baseline step | empty TorchFunctionMode | monitor | monitor --deep |")
+    print("|---|---|---|---|---|")
     for label, sizes, batch, n in cases:
         times = {v: [] for v in variants}
         for _ in range(args.repeats):
@@ -79,7 +89,7 @@ def main() -> None:
                 times[v].append(timed(v, sizes, batch, n))
         med = {v: statistics.median(ts) for v, ts in times.items()}
         base = med["baseline"]
-        print(f"| {label} ({n} steps) | {base * 1e3:.3f} ms | {med['monitor'] / base:.2f}x "
+        print(f"| {label} ({n} steps) | {base * 1e3:.3f} ms | {med['empty'] / base:.2f}x | {med['monitor'] / base:.2f}x "
               f"({med['monitor'] * 1e3:.3f} ms) | {med['deep'] / base:.2f}x ({med['deep'] * 1e3:.3f} ms) |")
 
 
