@@ -61,6 +61,8 @@ OUT_OF_REACH = {
         "the same round trip, back through torch.tensor(ndarray): nothing links the array to the graph",
     "GL201_numpy_on_graph_tensor::bad_round_trip_nothing_left":
         "the same round trip; the runtime reports its consequence instead, GL305 at backward()",
+    "GL201_numpy_on_graph_tensor::bad_round_trip_through_helpers":
+        "the same round trip through helper functions: torch.from_numpy is invisible to the mode",
 }
 
 

@@ -599,47 +599,40 @@ def _origin_of(m: Monitor, t: Tensor) -> Tuple[bool, Optional[Tensor]]:
     return True, entry[1]()
 
 
-def _h_requires_grad_set(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+def _set_requires_grad(m: Monitor, func: Any, args: Any, kwargs: Any, t: Any, flag: Any,
+                       non_leaf: Optional[str], how: str) -> Any:
+    """``t.requires_grad = flag`` / ``t.requires_grad_(flag)``: GL302 when torch refuses it on
+    a non-leaf (``non_leaf`` is what to say, or None where torch accepts it), and a candidate
+    GL203 when a detached copy becomes a new leaf."""
     keys: List[Any] = []
     cut, origin = False, None
     try:
-        t, value = args[0], args[1]
-        if not t.is_leaf:
-            keys.append(m._report("GL302", f"setting `requires_grad` of a non-leaf tensor ({describe(t)}): torch "
-                                           f"raises; a computed tensor's requires_grad follows its inputs"))
-        elif value:
+        if not t.is_leaf and non_leaf is not None:
+            keys.append(m._report("GL302", f"{non_leaf} on a non-leaf tensor ({describe(t)}): torch raises; "
+                                           f"use `.detach()` to stop gradients"))
+        elif t.is_leaf and flag:
             cut, origin = _origin_of(m, t)
     except Exception:
         pass
     out = m._guarded(keys, func, args, kwargs)
     if cut:
         try:
-            m._new_leaf(args[0], origin, "`requires_grad = True` on a detached copy")
+            m._new_leaf(t, origin, how)
         except Exception:
             pass
     return out
+
+
+def _h_requires_grad_set(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
+    t, value = args[0], args[1]
+    return _set_requires_grad(m, func, args, kwargs, t, value, "setting `requires_grad`",
+                              "`requires_grad = True` on a detached copy")
 
 
 def _h_requires_grad_(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
-    keys: List[Any] = []
-    cut, origin = False, None
-    try:
-        t = args[0]
-        flag = kwargs.get("requires_grad", args[1] if len(args) > 1 else True)
-        if not t.is_leaf and not flag:
-            keys.append(m._report("GL302", f"`requires_grad_(False)` on a non-leaf tensor ({describe(t)}): torch "
-                                           f"raises; use `.detach()` to stop gradients"))
-        elif flag:
-            cut, origin = _origin_of(m, t)
-    except Exception:
-        pass
-    out = m._guarded(keys, func, args, kwargs)
-    if cut:
-        try:
-            m._new_leaf(args[0], origin, "`.detach().requires_grad_()`")
-        except Exception:
-            pass
-    return out
+    flag = kwargs.get("requires_grad", args[1] if len(args) > 1 else True)
+    return _set_requires_grad(m, func, args, kwargs, args[0], flag,
+                              None if flag else "`requires_grad_(False)`", "`.detach().requires_grad_()`")
 
 
 def _h_tensor(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
