@@ -44,7 +44,7 @@ class GradAlias(Rule):
     code = "GL402"
     name = "grad-alias"
     severity = Severity.ERROR
-    message = "`{key}` holds the `.grad` tensor itself, which {how} changes in place before it is read again"
+    message = "`{key}` holds the `.grad` tensor itself, not a copy: {how} before it is read again"
     hint = "keep a copy: `p.grad.detach().clone()`"
 
     def __init__(self, model: Any, sink: Any) -> None:
@@ -83,7 +83,8 @@ class GradAlias(Rule):
                     break  # .grad becomes None: the next backward() makes a new tensor
                 if e.kind in ("zero_grad_keep", "backward"):
                     if model.last_read.get(key, -1) > e.seq or (loop is not None and e.seq < seq):
-                        how = {"zero_grad_keep": "zeroing the gradient in place", "backward": "a later backward()"}[e.kind]
+                        how = {"zero_grad_keep": "it is zeroed in place (`zero_grad(set_to_none=False)` / `.grad.zero_()`)",
+                               "backward": "a later backward() adds to it"}[e.kind]
                     break
             if how is not None:
                 self.report(node, context=context, key=key, how=how)
