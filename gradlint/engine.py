@@ -17,7 +17,7 @@ import sys
 import tokenize
 import warnings
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from gradlint.rule import (
@@ -189,7 +189,6 @@ def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], o
 
 def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any, Dict[str, Any]]],
                 overrides: Dict[str, str]) -> List[Finding]:
-    import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
