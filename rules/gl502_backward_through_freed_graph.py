@@ -12,8 +12,9 @@ class BackwardThroughFreedGraph(Rule):
     `backward()` without `retain_graph=True` already went through, and a `backward()` inside a
     loop through a graph built before the loop.
     Typical forms: `y.backward(); y.backward()`, two losses sharing a trunk each back-propagated
-    in turn, and a GAN whose generator output reaches the discriminator's loss without
-    `.detach()` and then the generator's loss.
+    in turn, a GAN whose generator output reaches the discriminator's loss without `.detach()`
+    and then the generator's loss, and a recurrent hidden state carried from one iteration to the
+    next without `.detach()` (truncated backpropagation through time).
 
     ## Why is this bad
     `backward()` frees the tensors the graph saved. Going through that part again raises
@@ -35,7 +36,8 @@ class BackwardThroughFreedGraph(Rule):
     loss_d = criterion(discriminator(fake.detach()), zeros)   # D's step does not need G's graph
     ```
     or `(loss_1 + loss_2).backward()`, or `retain_graph=True` on the first call when both
-    really must go through the shared part.
+    really must go through the shared part; for a recurrent state, `hidden = hidden.detach()` at
+    the start of each iteration.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.Tensor.backward.html
@@ -63,6 +65,14 @@ class BackwardThroughFreedGraph(Rule):
                 self.report(
                     node, what="backward() in a loop through a graph built before the loop: the second iteration finds it freed",
                 )
+
+
+    def on_loop_carried_graph(self, statement: Any, key: str) -> None:
+        self.report(
+            statement, context=(statement, ()),
+            what=f"`{key}` carries the previous iteration's graph into this one (a backward() in the loop freed it); "
+            f"the second iteration back-propagates into it",
+        )
 
 
 def _retains(node: Any) -> bool:

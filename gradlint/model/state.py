@@ -28,12 +28,19 @@ from gradlint.model.values import (
 class Loop:
     """A loop being walked: the names bound before it, and where its values start."""
 
-    __slots__ = ("node", "outer", "start_id")
+    __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products")
 
     def __init__(self, node: Any, outer: set, start_id: int) -> None:
         self.node = node
         self.outer = outer  # keys bound before the loop (the loop variable excluded)
         self.start_id = start_id  # values with a smaller id were made before the loop
+        # outer name -> the statement that first reads it in the body, or None when the body
+        # rebinds it before any read
+        self.first_use: Dict[str, Any] = {}
+        # ids of graph values that a backward() in the body frees (without retain_graph)
+        self.freed: set = set()
+        # statement -> ids of the values it bound (to see whether a first use feeds a backward)
+        self.products: Dict[int, set] = {}
 
 
 class Event:
@@ -159,6 +166,14 @@ class Model:
         if ("." in key or "[" in key) and key not in env:
             self._dotted_keys += 1
         env[key] = value
+        if self.loops:
+            self.loops[-1].products.setdefault(id(self.current_statement), set()).add(value.id)
+        if self.loops and key in self.loops[-1].outer:
+            first = self.loops[-1].first_use
+            if key not in first:
+                first[key] = None  # rebound before any read
+            elif first[key] is self.current_statement and not (value.kind == TENSOR and value.rg is True):
+                first[key] = None  # `hidden = hidden.detach()`: the read only cut the graph
         if self.scope_kind == "module" and "." not in key:
             if value.kind in (FUNCTION, CLASS):
                 self.definitions[key] = value
@@ -224,6 +239,10 @@ class Model:
             elements = target.elements
             starred = any(isinstance(e, cst.StarredElement) for e in elements)
             items = value.items if value.kind == TUPLE else ()
+            if value.kind == TENSOR and value.rg is True and value.probable and not starred:
+                # `out, hidden = rnn(x, hidden)`: the parts of a module's output carry its graph
+                items = tuple(Value(TENSOR, rg=True, leaf=False, probable=True, deps=value.deps,
+                                    cuts=value.cuts) for _ in elements)
             for i, el in enumerate(elements):
                 if isinstance(el, cst.StarredElement):
                     self.bind_target(el.value, UNKNOWN_VALUE)
@@ -394,6 +413,10 @@ class Model:
         t = type(node)
         if t is cst.Name:
             self.last_read[node.value] = len(self.events)
+            if self.loops:
+                loop = self.loops[-1]
+                if node.value in loop.outer and node.value not in loop.first_use:
+                    loop.first_use[node.value] = self.current_statement
             v = self.env.get(node.value)
             if v is None:
                 return self.definitions.get(node.value, UNKNOWN_VALUE) if self.scope_kind != "module" else UNKNOWN_VALUE
@@ -980,8 +1003,18 @@ class Model:
         self.loop_depth += 1
 
     def exit_loop(self) -> None:
-        self.loops.pop()
+        loop = self.loops.pop()
         self.loop_depth -= 1
+        # a name read at the top of the body that the body rebinds to a graph value freed by
+        # the body's own backward(): the next iteration back-propagates into a freed graph
+        for key, stmt in loop.first_use.items():
+            if stmt is None:
+                continue
+            end = self.env.get(key)
+            feeds_backward = loop.products.get(id(stmt), set()) & loop.freed
+            if feeds_backward and end is not None and end.kind == TENSOR and end.rg is True and any(
+                    d >= loop.start_id for d in end.deps & loop.freed & self.savers):
+                self._emit("loop_carried_graph", (stmt, key))
 
     def log(self, kind: str, key: Optional[str], node: Any) -> None:
         self.events.append(Event(len(self.events), kind, key, node, tuple(l.node for l in self.loops),
@@ -1071,6 +1104,8 @@ class Model:
             self._emit("backward", (node, v))
             self.backwarded.add(v.id)
             if not retain:
+                for loop in self.loops:
+                    loop.freed |= v.deps
                 new = {d for d in v.deps if d in self.savers}
                 if new:
                     freed = self.freed_ids() | new
