@@ -78,6 +78,17 @@ def replace_span(start: Any, end: Any, text: str, *, after_start: bool = False) 
     return NodeEdit(-1, -1, text, start, "after" if after_start else "replace", False, end)
 
 
+def count_comments(node: Any) -> int:
+    """The comments inside ``node``: a fix that regenerates part of it must not drop one."""
+    count, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        if type(n).__name__ == "Comment":
+            count += 1
+        stack.extend(n.children)
+    return count
+
+
 # ------------------------------------------------------------------------ offsets
 @lru_cache(maxsize=4)
 def line_starts(text: str) -> Tuple[int, ...]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import canonical, dotted
+from gradlint.model.names import dotted
 from gradlint.rule import Fix, Rule, Severity
 
 _AUG_OPS = {
@@ -152,16 +152,7 @@ def _no_grad_fix(model, node: cst.CSTNode):
 
 
 def _no_grad_spelling(model):
-    names = model.imports.names
-    if names.get("torch") == "torch":
-        return "torch.no_grad"
-    for local, full in names.items():
-        if full == "torch":
-            return f"{local}.no_grad"
-    for local, full in names.items():
-        if canonical(full) == "torch.no_grad":
-            return local
-    return None
+    return model.imports.spelling("torch.no_grad", module_first=True)
 
 
 def _reads_own_grad(expr: cst.CSTNode, name: str) -> bool:

@@ -4,7 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradlint.fix import replace
+from gradlint.fix import count_comments, replace
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])
@@ -83,20 +83,10 @@ def _copy_fix(node: cst.Call) -> Optional[Fix]:
             requires_grad = v.value == "True"
         else:
             return None  # not a literal: its value is known only at run time
-    if _comments(node) != _comments(first.value):
+    if count_comments(node) != count_comments(first.value):
         return None  # a comment inside the call, outside the argument, would be lost
     arg = _CODE.code_for_node(first.value)
     if not isinstance(first.value, _ATOMS) and not first.value.lpar:
         arg = f"({arg})"
     text = f"{arg}.detach().clone()" + (".requires_grad_(True)" if requires_grad else "")
     return Fix((replace(node, text),), safe=True, description=f"use `{text}`")
-
-
-def _comments(node: cst.CSTNode) -> int:
-    count, stack = 0, [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Comment):
-            count += 1
-        stack.extend(n.children)
-    return count

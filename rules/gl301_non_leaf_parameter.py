@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from gradlint.fix import insert_after, replace_span
+from gradlint.fix import count_comments, insert_after, replace_span
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])
@@ -152,7 +152,7 @@ class NonLeafParameter(Rule):
             return None
         if "device" in wanted and "generator" in keywords:
             return None
-        if _comments(node) != _comments(factory):
+        if count_comments(node) != count_comments(factory):
             return None  # a comment between the factory and the conversion would be lost
         added = "".join(f", {k}={v}" for k, v in wanted.items())
         edits = (
@@ -199,17 +199,4 @@ class NonLeafParameter(Rule):
         func = factory.func
         if isinstance(func, cst.Attribute) and self.model.qualname(func.value) == "torch":
             return _CODE.code_for_node(func.value)
-        for local, full in self.model.imports.names.items():
-            if full == "torch":
-                return local
-        return None
-
-
-def _comments(node: cst.CSTNode) -> int:
-    count, stack = 0, [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Comment):
-            count += 1
-        stack.extend(n.children)
-    return count
+        return self.model.imports.spelling("torch")

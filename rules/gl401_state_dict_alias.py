@@ -100,14 +100,7 @@ class StateDictAlias(Rule):
         return None
 
     def _deepcopy(self, inner: str) -> str:
-        names = self.model.imports.names
-        for local, full in names.items():
-            if full == "copy.deepcopy":
-                return f"{local}({inner})"
-        for local, full in names.items():
-            if full == "copy":
-                return f"{local}.deepcopy({inner})"
-        return f"copy.deepcopy({inner})"
+        return f"{self.model.imports.spelling('copy.deepcopy') or 'copy.deepcopy'}({inner})"
 
     def _import_edit(self, text: str) -> Any:
         if not text.startswith("copy.deepcopy(") or self._module is None:

@@ -2,26 +2,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Set
 
-import libcst as cst
 
+from gradlint.model.names import called_names
 from gradlint.rule import Rule, Severity
 
 _ZERO = ("zero_grad", "zero_grad_keep")
-
-
-def _called_names(node: cst.CSTNode) -> Set[str]:
-    names: Set[str] = set()
-    stack: List[cst.CSTNode] = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Call):
-            f = n.func
-            if isinstance(f, cst.Name):
-                names.add(f.value)
-            elif isinstance(f, cst.Attribute):
-                names.add(f.attr.value)
-        stack.extend(n.children)
-    return names
 
 
 class MissingZeroGrad(Rule):
@@ -85,7 +70,7 @@ class MissingZeroGrad(Rule):
                 continue
             steps = [e for e in evs if e.kind == "step"]
             if not kinds & set(_ZERO):
-                if zero_helpers and _called_names(loop) & zero_helpers:
+                if zero_helpers and called_names(loop) & zero_helpers:
                     continue  # a helper called in the loop clears the gradients
                 step = steps[0]
                 if id(step.node) not in reported:

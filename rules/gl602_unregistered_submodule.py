@@ -4,7 +4,7 @@ from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
-from gradlint.model.names import dotted
+from gradlint.model.names import called_names, dotted
 from gradlint.rule import Rule, Severity
 
 _DROPOUT_BN = ("Dropout", "BatchNorm", "InstanceNorm")
@@ -75,15 +75,8 @@ class UnregisteredSubmodule(Rule):
         if not pending:
             return
         # a class that registers modules itself (self.add_module(name, self.blocks[-1])) is fine
-        stack: List[cst.CSTNode] = [node.body]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, cst.Call):
-                f = n.func
-                name = f.attr.value if isinstance(f, cst.Attribute) else (f.value if isinstance(f, cst.Name) else "")
-                if name in self._REGISTERS:
-                    return
-            stack.extend(n.children)
+        if called_names(node.body) & self._REGISTERS:
+            return
         for n, context, args in pending:
             self.report(n, context=context, **args)
 

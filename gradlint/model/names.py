@@ -8,7 +8,7 @@ libcst's QualifiedNameProvider costs several times the parse; this does the part
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
@@ -107,6 +107,20 @@ class ImportMap:
         """A plain assignment rebinds the name: it no longer refers to the import."""
         self.names.pop(local, None)
 
+    def spelling(self, full: str, module_first: bool = False) -> Optional[str]:
+        """How this module can write ``full`` (a qualified name such as ``torch.no_grad``):
+        a local name imported as it, or ``<local>.<rest>`` through an imported parent module
+        (``T.no_grad`` after ``import torch as T``); ``module_first`` prefers the latter."""
+        direct = via_module = None
+        for local, q in self.names.items():
+            if direct is None and canonical(q) == full:
+                direct = local
+            elif via_module is None and full.startswith(q + "."):
+                via_module = local + full[len(q):]
+        if self.names.get(full.split(".", 1)[0]) == full.split(".", 1)[0] and "." in full:
+            via_module = full  # the package imported under its own name
+        return (via_module or direct) if module_first else (direct or via_module)
+
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
         """The fully qualified name of ``node`` if it refers to a known package, else None."""
         parts = []
@@ -147,3 +161,20 @@ def canonical(q: Optional[str]) -> Optional[str]:
                 return "torch.nn." + q.rsplit(".", 1)[-1]
             return repl + q[len(prefix):]
     return q
+
+
+def called_names(node: cst.CSTNode) -> Set[str]:
+    """The names of the functions and methods called anywhere inside ``node`` (``f(...)`` and
+    ``x.f(...)`` give ``f``). It walks libcst's ``children``: for rare checks only, never per node."""
+    names: Set[str] = set()
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call):
+            f = n.func
+            if isinstance(f, cst.Name):
+                names.add(f.value)
+            elif isinstance(f, cst.Attribute):
+                names.add(f.attr.value)
+        stack.extend(n.children)
+    return names
