@@ -103,8 +103,8 @@ class StateDictAlias(Rule):
         return f"{self.model.imports.spelling('copy.deepcopy') or 'copy.deepcopy'}({inner})"
 
     def _import_edit(self, text: str) -> Any:
-        if not text.startswith("copy.deepcopy(") or self._module is None:
-            return None
+        if self.model.imports.spelling("copy.deepcopy") is not None or self._module is None:
+            return None  # `copy` (or `deepcopy`) is imported already
         body = self._module.body
         last_import = None
         for stmt in body:

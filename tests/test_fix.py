@@ -717,3 +717,20 @@ def test_diff_stdin(tmp_path):
     assert r.exit_code == 1
     assert r.stdout.startswith("--- t.py\n+++ t.py\n")
     assert "+with torch.no_grad():\n" in r.stdout
+
+
+def test_gl401_fix_does_not_import_copy_twice(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "snap.py"
+    src.write_text(
+        "import copy\nimport torch\n\n\ndef f(model, opt):\n    best = model.state_dict()\n"
+        "    for _ in range(2):\n        opt.step()\n    return best\n",
+        encoding="utf-8",
+    )
+    r = subprocess.run([sys.executable, "-m", "gradlint", "check", str(src), "--fix", "--no-cache", "-j", "1"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    text = src.read_text(encoding="utf-8")
+    assert "best = copy.deepcopy(model.state_dict())" in text, (r.stdout, r.stderr, text)
+    assert text.count("import copy") == 1
