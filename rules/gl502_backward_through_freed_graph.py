@@ -76,6 +76,6 @@ class BackwardThroughFreedGraph(Rule):
 
 
 def _retains(node: Any) -> bool:
-    from gradlint.model.state import _retains as retains
+    from gradlint.model.syntax import retains
 
     return hasattr(node, "args") and retains(node)

@@ -8,7 +8,7 @@ know", and rules stay quiet on what the model does not know.
 from __future__ import annotations
 
 import itertools
-from typing import Any, FrozenSet, Optional, Tuple
+from typing import Any, FrozenSet, List, Optional, Tuple
 
 _ids = itertools.count(1)
 _last_id = [0]
@@ -17,6 +17,7 @@ _last_id = [0]
 def next_id() -> int:
     """The id the next Value will get: values with smaller ids were made before now."""
     return _last_id[0] + 1
+
 
 # kinds
 TENSOR = "tensor"
@@ -151,3 +152,47 @@ def leaf_rg(cuts: FrozenSet[Cut] = frozenset(), is_param: bool = False, fresh: b
             made: Optional[str] = None, made_node: Any = None) -> Value:
     return Value(TENSOR, rg=True, leaf=True, cuts=cuts, is_param=is_param, fresh=fresh, made=made,
                  made_node=made_node)
+
+
+def union(sets) -> frozenset:
+    out: frozenset = frozenset()
+    for s in sets:
+        if s:
+            out = out | s if out else s
+    return out
+
+
+def flatten(v: Value) -> List[Value]:
+    if v.kind == TUPLE:
+        out: List[Value] = []
+        for i in v.items:
+            out.extend(flatten(i))
+        return out
+    return [v]
+
+
+def src_of(v: Value) -> Optional[Value]:
+    if v.kind == TUPLE:
+        for i in v.items:
+            s = src_of(i)
+            if s is not None:
+                return s
+        return None
+    if v.kind == TENSOR:
+        return v if v.rg else v.src
+    return v.src
+
+
+def element_of(v: Value) -> Value:
+    """The value of one element when iterating over ``v``."""
+    if v.kind == PARAMS:
+        return leaf_rg(is_param=True)
+    if v.kind == NAMED_PARAMS:
+        return Value(TUPLE, items=(Value(SCALAR), leaf_rg(is_param=True)))
+    if v.kind == TUPLE:
+        if v.params:  # enumerate()/zip() results
+            return v
+        items = v.items
+        if items and all(i is items[0] for i in items):
+            return items[0]
+    return UNKNOWN_VALUE

@@ -1,0 +1,146 @@
+"""``python -m bench.realbugs``: score tools on the real-bug benchmark (see README.md here).
+
+    python -m bench.realbugs                   # gradlint static
+    python -m bench.realbugs --runtime         # + gradlint run (the monitor), and the union
+    python -m bench.realbugs --tool torchfix --tool torch-preflight
+    python -m bench.realbugs --cases           # one row per case: which tool found it
+    python -m bench.realbugs --verify          # does every case behave as labelled on torch?
+    python -m bench.realbugs --sources         # the source list
+    python -m bench.realbugs --only 012 --only 040   # a subset (numbers or name prefixes)
+
+A case is found when a finding lies within 2 lines of one of its ``# BUG`` lines; any finding
+in a fixed twin or a negative is a false positive (counted once per file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import sys
+from typing import Dict, List, Sequence, Tuple
+
+from bench.realbugs import CATEGORIES, Case, load
+from bench.realbugs import tools
+
+WINDOW = 2
+
+
+def found(case: Case, hits: Sequence[Tuple[int, str]]) -> bool:
+    return any(abs(line - b) <= WINDOW for line, _ in hits for b, _ in case.bug_lines)
+
+
+def score(cases: Sequence[Case], results: Dict[str, tools.Findings]) -> Dict[str, Dict[str, List[int]]]:
+    """{category: {tool: [found, bugs, fp_files, clean_files]}} plus a "total" row."""
+    table: Dict[str, Dict[str, List[int]]] = collections.defaultdict(
+        lambda: {t: [0, 0, 0, 0] for t in results})
+    for case in cases:
+        for tool, findings in results.items():
+            hits = findings.get(case.path, [])
+            for key in (case.category, "total"):
+                row = table[key][tool]
+                if case.kind == "bug":
+                    row[1] += 1
+                    row[0] += found(case, hits)
+                else:
+                    row[3] += 1
+                    row[2] += bool(hits)
+    return table
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{a}/{b} ({100 * a / b:.0f}%)" if b else "-"
+
+
+def render(cases: Sequence[Case], table: Dict[str, Dict[str, List[int]]], tool_names: List[str]) -> str:
+    n_bug = sum(c.kind == "bug" for c in cases)
+    n_fixed = sum(c.kind == "fixed" for c in cases)
+    n_neg = sum(c.kind == "negative" for c in cases)
+    sources = {s for c in cases if c.kind == "bug" for s in c.sources}
+    lines = [f"Real-bug benchmark, {datetime.date.today().isoformat()}: {n_bug} bugs from "
+             f"{len(sources)} distinct sources, {n_fixed} fixed twins, {n_neg} negatives.", "",
+             "Recall (bugs found within 2 lines of the BUG line) and false positives (fixed twins "
+             "and negatives with any finding):", ""]
+    head = "| category | rule | " + " | ".join(f"{t} recall | {t} FP" for t in tool_names) + " |"
+    lines += [head, "|" + "---|" * (2 + 2 * len(tool_names))]
+    cats = sorted((k for k in table if k != "total"), key=lambda k: (CATEGORIES.get(k) is None,
+                                                                     CATEGORIES.get(k) or "", k))
+    for key in cats + ["total"]:
+        rule = CATEGORIES.get(key) or ("" if key == "total" else "none")
+        cells = []
+        for t in tool_names:
+            f, b, fp, clean = table[key][t]
+            cells += [_pct(f, b), f"{fp}/{clean}" if clean else "-"]
+        name = "**total**" if key == "total" else key
+        lines.append(f"| {name} | {rule} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def per_case(cases: Sequence[Case], results: Dict[str, tools.Findings]) -> str:
+    rows = ["| file | category | " + " | ".join(results) + " |", "|" + "---|" * (2 + len(results))]
+    for c in cases:
+        cells = []
+        for t, fs in results.items():
+            hits = fs.get(c.path, [])
+            if c.kind == "bug":
+                cells.append("found" if found(c, hits) else ("miss" + (f" ({len(hits)} elsewhere)" if hits else "")))
+            else:
+                cells.append("FP " + ",".join(f"{code}@{ln}" for ln, code in hits) if hits else "clean")
+        rows.append(f"| {c.name} | {c.category} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.realbugs", description=__doc__.split("\n")[0])
+    ap.add_argument("--runtime", action="store_true", help="also score the runtime monitor (gradlint run)")
+    ap.add_argument("--tool", action="append", default=[], choices=["torchfix", "torch-preflight"])
+    ap.add_argument("--only", action="append", default=[], help="case numbers or name prefixes")
+    ap.add_argument("--cases", action="store_true", help="print one row per case")
+    ap.add_argument("--verify", action="store_true", help="run every case on torch and check its label")
+    ap.add_argument("--sources", action="store_true", help="print the source list")
+    ap.add_argument("--json", metavar="FILE", help="write the raw findings per tool to FILE")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args(list(argv) or None)
+
+    cases = load(args.only or None)
+    if not cases:
+        print("no cases", file=sys.stderr)
+        return 2
+    if args.sources:
+        print("| case | category | torch behaviour | source |\n|---|---|---|---|")
+        for c in cases:
+            if c.kind == "bug":
+                what = f"{c.expect} {c.exc}: {c.text}".replace(" :", ":").replace("|", "\\|")
+                print(f"| {c.name} | {c.category} | {what} | {' '.join(c.sources)} |")
+        return 0
+    if args.verify:
+        problems = tools.verify(cases, args.jobs)
+        bad = {p: v for p, v in problems.items() if v}
+        for c in cases:
+            status = "ok" if not problems[c.path] else "FAIL: " + "; ".join(problems[c.path])
+            print(f"{c.name}: {status}")
+        print(f"{len(cases) - len(bad)} behave as labelled, {len(bad)} do not.")
+        return 1 if bad else 0
+
+    results: Dict[str, tools.Findings] = {"static": tools.gradlint_static(cases, args.jobs)}
+    if args.runtime:
+        results["runtime"] = tools.gradlint_runtime(cases, args.jobs)
+        results["union"] = {p: results["static"].get(p, []) + results["runtime"].get(p, [])
+                            for p in {c.path for c in cases}}
+    for t in args.tool:
+        results[t] = tools.peer(t, cases, args.jobs)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({t: {os.path.relpath(p, tools.REPO): v for p, v in r.items()} for t, r in results.items()},
+                      fh, indent=1)
+    if args.cases:
+        print(per_case(cases, results))
+        print()
+    print(render(cases, score(cases, results), list(results)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,122 @@
+"""Training events: ``backward()``, ``optimizer.step()``, ``zero_grad()`` in walk order, in-place
+writes, and where a finding recorded now belongs."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+import libcst as cst
+
+from gradlint.model.env import FREED
+from gradlint.model.names import dotted
+from gradlint.model.syntax import const_bool, kwvalue
+from gradlint.model.values import (
+    OPTIMIZER, TUPLE, UNKNOWN, Cut, Value,
+)
+
+
+class Event:
+    """One training-step call, in walk order: kind is 'backward', 'step', 'zero_grad',
+    'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
+
+    __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function")
+
+    def __init__(self, seq: int, kind: str, key: Optional[str], node: Any, loops: Tuple[Any, ...],
+                 statement: Any, function: Any) -> None:
+        self.seq, self.kind, self.key, self.node = seq, kind, key, node
+        self.loops, self.statement, self.function = loops, statement, function
+
+
+class EventMixin:
+    def imports_torch(self) -> bool:
+        """Did this module import torch (rules that go by method names alone, such as
+        ``.step()``/``.zero_grad()``, must not fire on other frameworks' code)?"""
+        return any(q == "torch" or q.startswith("torch.") for q in self.imports.names.values())
+
+    def log(self, kind: str, key: Optional[str], node: Any) -> None:
+        self.events.append(Event(len(self.events), kind, key, node, tuple(l.node for l in self.loops),
+                                 self.current_statement,
+                                 self.function_stack[-1] if self.function_stack else None))
+
+    def here(self) -> Tuple[Any, ...]:
+        """Where a finding recorded now belongs (for a rule that reports it later): the
+        statement, the functions whose grad mode is assumed, and whether the code is inside
+        ``with pytest.raises(...)`` (a test that expects the error)."""
+        return (self.current_statement, self.assumed_chain(), self.expecting_error)
+
+    def assumed_chain(self) -> Tuple[str, ...]:
+        """The enclosing functions, when the current grad mode is only assumed to be on."""
+        if not self.grad_assumed:
+            return ()
+        return tuple(f.name.value for f in self.function_stack)
+
+    def grad_off_functions(self) -> set:
+        """Names of functions of this module that are called with grad mode off (or unknown),
+        directly or through functions that are: their bodies' "grad on" was a wrong guess."""
+        off = {name for name, sites in self.calls.items() if any(m == "off" for _, m in sites)}
+        changed = True
+        while changed:
+            changed = False
+            for name, sites in self.calls.items():
+                if name not in off and any(m == "assumed" and c in off for c, m in sites):
+                    off.add(name)
+                    changed = True
+        return off
+
+    # ------------------------------------------------------------------ events
+    @staticmethod
+    def lost_cuts(value: Value, kinds: frozenset) -> List[Cut]:
+        """The cuts of ``kind`` in ``value`` whose source does not otherwise reach ``value``
+        through the graph: the gradient stops there, so whatever produced the source gets none
+        through this value."""
+        return [c for c in value.cuts if c.kind in kinds and c.src.id not in value.deps]
+
+    def inplace(self, node: Any, value: Value, op: str) -> None:
+        """``value`` (a tensor or an ndarray) is written in place at ``node``."""
+        self._emit("inplace", (node, value, op))
+
+    def read_count(self, value: Value) -> int:
+        """How many times so far a name holding ``value`` was read."""
+        return self.reads.get(value.id, 0)
+
+    def saved_entries(self, value: Value) -> List[Tuple[int, str]]:
+        """What saved ``value`` for backward (empty if nothing known did)."""
+        return self.saved.get(value.id, [])
+
+    def in_module_forward(self) -> bool:
+        """Inside ``forward`` of an nn.Module subclass, with grad mode on (assumed)."""
+        return (
+            bool(self.function_stack)
+            and self.function_stack[-1].name.value == "forward"
+            and bool(self.class_attrs)
+            and self.class_attrs[-1].get("__module__") is not None
+            and self.grad_enabled is True
+        )
+
+    def _train_call(self, receiver: Value, attr: str, node: cst.Call) -> None:
+        key = dotted(node.func.value)  # type: ignore[attr-defined]
+        if attr == "zero_grad":
+            keep = const_bool(kwvalue(node, "set_to_none")) is False
+            self.log("zero_grad_keep" if keep else "zero_grad", key, node)
+            return
+        last = (key or "").rsplit(".", 1)[-1].lower()
+        if receiver.kind == OPTIMIZER or (receiver.kind == UNKNOWN and "opt" in last and "sched" not in last):
+            self.log("step", key, node)
+        elif receiver.kind == UNKNOWN and "scaler" in last and node.args:
+            self.log("step", dotted(node.args[0].value), node)  # GradScaler.step(optimizer)
+
+    def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False) -> None:
+        values = value.items if value.kind == TUPLE else (value,)
+        if key is not None:
+            self.backwarded_keys.add(key)
+        self.log("backward", key, node)
+        for v in values:
+            self._emit("backward", (node, v))
+            self.backwarded.add(v.id)
+            if not retain:
+                for loop in self.loops:
+                    loop.freed |= v.deps
+                new = {d for d in v.deps if d in self.savers}
+                if new:
+                    freed = self.freed_ids() | new
+                    self.env[FREED] = Value(TUPLE, items=tuple(sorted(freed)))  # type: ignore[arg-type]

@@ -1,0 +1,261 @@
+"""Expressions and the torch API: names, attributes, subscripts, arithmetic, and what each
+differentiable operation makes of its operands (graph, leaf, views, saved tensors, cuts)."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import libcst as cst
+
+from gradlint.model import torchapi as api
+from gradlint.model.names import dotted
+from gradlint.model.syntax import BINOP_NAMES, basic_index
+from gradlint.model.values import (
+    NDARRAY, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, plain_tensor,
+    union,
+)
+
+
+class ExpressionMixin:
+    # ------------------------------------------------------------------ evaluation
+    def _eval(self, node: cst.BaseExpression) -> Value:
+        t = type(node)
+        if t is cst.Name:
+            self.last_read[node.value] = len(self.events)
+            if self.loops:
+                loop = self.loops[-1]
+                if node.value in loop.outer and node.value not in loop.first_use:
+                    loop.first_use[node.value] = self.current_statement
+            v = self.env.get(node.value)
+            if v is None:
+                return self.definitions.get(node.value, UNKNOWN_VALUE) if self.scope_kind != "module" else UNKNOWN_VALUE
+            self.reads[v.id] = self.reads.get(v.id, 0) + 1
+            return v
+        if t is cst.Attribute:
+            return self._eval_attribute(node)
+        if t is cst.Call:
+            return self._eval_call(node)
+        if t is cst.BinaryOperation:
+            return self._combine([self.value_of(node.left), self.value_of(node.right)], node,
+                                 BINOP_NAMES.get(type(node.operator)))
+        if t is cst.UnaryOperation:
+            v = self.value_of(node.expression)
+            if isinstance(node.operator, cst.Not):
+                return UNKNOWN_VALUE
+            return self._combine([v], node)
+        if t is cst.Subscript:
+            return self._eval_subscript(node)
+        if t in (cst.Tuple, cst.List):
+            items = []
+            for el in node.elements:
+                v = self.value_of(el.value)
+                items.append(UNKNOWN_VALUE if isinstance(el, cst.StarredElement) else v)
+            return Value(TUPLE, items=tuple(items), cuts=union(i.cuts for i in items))
+        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+            return self._eval_comp(node)
+        if t is cst.Dict:
+            items = []
+            for el in node.elements:
+                if isinstance(el, cst.DictElement):
+                    self.value_of(el.key)
+                    items.append(self.value_of(el.value))
+                else:
+                    items.append(UNKNOWN_VALUE)
+            return Value(TUPLE, items=tuple(items), cuts=union(i.cuts for i in items))
+        if t is cst.Comparison:
+            vals = [self.value_of(node.left)] + [self.value_of(c.comparator) for c in node.comparisons]
+            if any(v.kind == TENSOR for v in vals):
+                return plain_tensor()
+            return UNKNOWN_VALUE
+        if t is cst.IfExp:
+            self.value_of(node.test)
+            a, b = self.value_of(node.body), self.value_of(node.orelse)
+            return a if a is b else UNKNOWN_VALUE
+        if t is cst.NamedExpr:
+            v = self.value_of(node.value)
+            self.bind_target(node.target, v)
+            return v
+        if t is cst.Await:
+            self.value_of(node.expression)
+            return UNKNOWN_VALUE
+        if t is cst.BooleanOperation:
+            self.value_of(node.left)
+            self.value_of(node.right)
+            return UNKNOWN_VALUE
+        if t in (cst.Integer, cst.Float):
+            return Value(SCALAR)
+        return UNKNOWN_VALUE
+
+    def _eval_comp(self, node: Any) -> Value:
+        """A comprehension: its element's value, evaluated in the comprehension's own scope
+        (the walker later visits the same nodes and finds their values memoised)."""
+        saved = self.snapshot()
+        try:
+            comp = node.for_in
+            while comp is not None:
+                self.bind_target(comp.target, element_of(self.value_of(comp.iter)))
+                for cond in comp.ifs:
+                    self.value_of(cond.test)
+                comp = comp.inner_for_in
+            if isinstance(node, cst.DictComp):
+                self.value_of(node.key)
+            v = self.value_of(node.value if isinstance(node, cst.DictComp) else node.elt)
+        finally:
+            self.restore(saved)
+        return Value(TUPLE, items=(v,))
+
+    def _eval_attribute(self, node: cst.Attribute) -> Value:
+        key = dotted(node)
+        if key is not None:
+            self.last_read[key] = len(self.events)
+            if key in self.env:
+                return self.env[key]
+            if self.class_attrs and key in self.class_attrs[-1]:
+                return self.class_attrs[-1][key]
+        base = self.value_of(node.value)
+        if base.kind != TENSOR:
+            return UNKNOWN_VALUE
+        attr = node.attr.value
+        if attr == "data":
+            return plain_tensor(cuts=base.cuts, src=base if base.rg else base.src,
+                                alias_of=base, alias_kind="data")
+        if attr == "grad":
+            self.used_as_leaf.add(base.id)
+            self._emit("grad_read", (node, base))
+            return Value(TENSOR, rg=False, leaf=True, alias_of=base, alias_kind="grad")
+        if attr in api.TENSOR_ATTRS_VIEW:
+            return self._derived(base, [], node, view=True)
+        return UNKNOWN_VALUE
+
+    def _eval_subscript(self, node: cst.Subscript) -> Value:
+        key = dotted(node)
+        if key is not None and key in self.env:
+            self.last_read[key] = len(self.events)
+            return self.env[key]
+        base = self.value_of(node.value)
+        for el in node.slice:
+            if isinstance(el.slice, cst.Index):
+                self.value_of(el.slice.value)
+        if base.kind == TENSOR:
+            return self._derived(base, [], node, view=basic_index(node))
+        if base.kind == NDARRAY:
+            return Value(NDARRAY, src=base.src, cuts=base.cuts)
+        if base.kind == TUPLE and len(node.slice) == 1:
+            idx = node.slice[0].slice
+            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+                i = int(idx.value.value, 0)
+                if -len(base.items) <= i < len(base.items):
+                    return base.items[i]
+        return UNKNOWN_VALUE
+
+    def _combine(self, operands: List[Value], node: Any, op: Optional[str] = None) -> Value:
+        """An arithmetic operation over ``operands``."""
+        tensors = [o for o in operands if o.kind == TENSOR]
+        if tensors:
+            if op is not None and len(operands) == 2 and operands[0] is not tensors[0]:
+                op = "r" + op  # scalar * tensor: operand order matters only for the save check
+            out = self._derived(tensors[0], operands[1:] if operands[0] is tensors[0] else operands, node,
+                                op=op)
+            if (
+                len(tensors) == 1 and tensors[0].fresh and tensors[0].leaf_requiring_grad and out.rg is True
+                and op in ("mul", "rmul", "div") and all(o.kind in (TENSOR, SCALAR) for o in operands)
+                and isinstance(node, cst.BinaryOperation)
+                and self._conversion_site(node.left if operands[0] is tensors[0] else node.right)
+            ):
+                out.made, out.made_node = "conv", node  # torch.randn(..., requires_grad=True) * 0.01
+            return out
+        arrays = [o for o in operands if o.kind == NDARRAY]
+        if arrays:
+            return Value(NDARRAY, src=arrays[0].src, cuts=union(o.cuts for o in operands))
+        scalars = [o for o in operands if o.kind == SCALAR]
+        if scalars and len(scalars) == len(operands):
+            src = next((s.src for s in scalars if s.src is not None), None)
+            return Value(SCALAR, src=src, cuts=union(o.cuts for o in operands))
+        return UNKNOWN_VALUE
+
+    def _derived(self, base: Value, others: List[Value], node: Any, view: bool = False,
+                 op: Optional[str] = None) -> Value:
+        """A differentiable function of ``base`` and ``others`` (tensors or not); ``op`` names
+        the operation when it matters for what autograd saves."""
+        out = self._derived_value(base, others, node, view)
+        if op is not None and out.rg is True:
+            self._record_saves(op, out, base, others, node)
+        for o in others:
+            if o.kind == SCALAR and o.src is not None:
+                # a number taken out of a graph tensor, folded back in as a constant
+                out.cuts = out.cuts | {Cut(node, "scalar", o.src, self.current_statement)}
+        if out.rg is False and (self.grad_enabled is False or any(
+                o.kind == TENSOR and (o.rg or o.src is not None or o.made == "computed")
+                for o in [base] + others)):
+            out.made = "computed"  # no graph recorded, though it was computed from graph values
+        return out
+
+    def _record_saves(self, op: str, out: Value, base: Value, others: List[Value], node: Any) -> None:
+        before = {k: len(v) for k, v in self.saved.items()}
+        self._record_saves_of(op, out, base, others)
+        for v in [base] + others:
+            if v.kind == TENSOR and v.made == "inference" and len(self.saved.get(v.id, ())) > before.get(v.id, 0):
+                self._emit("inference_saved", (node, v))
+
+    def _record_saves_of(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
+        saved = self.saved
+        self.savers.add(out.id)
+        if op in api.SAVES_OUTPUT:
+            saved.setdefault(out.id, []).append((out.id, f"the output of `{op}`"))
+        elif op in api.SAVES_OTHER or op == "div":
+            tensors = [base] + [o for o in others if o.kind == TENSOR]
+            if len(tensors) == 2 and len(others) == 1:
+                a, b = tensors
+                if b.rg is True:
+                    saved.setdefault(a.id, []).append((out.id, f"an input of `{op}`"))
+                if a.rg is True and op != "div":
+                    saved.setdefault(b.id, []).append((out.id, f"an input of `{op}`"))
+        elif op in api.SAVES_SELF:
+            if base.rg is True:
+                saved.setdefault(base.id, []).append((out.id, f"an input of `{op}`"))
+
+    def _derived_value(self, base: Value, others: List[Value], node: Any, view: bool = False) -> Value:
+        operands = [base] + [o for o in others if o.kind in (TENSOR, TUPLE)]
+        flat: List[Value] = []
+        for o in operands:
+            if o.kind == TUPLE:
+                flat.extend(i for i in o.items if i.kind == TENSOR)
+                if any(i.kind == UNKNOWN for i in o.items):
+                    flat.append(UNKNOWN_VALUE)
+            else:
+                flat.append(o)
+        cuts = union([o.cuts for o in operands] + [o.cuts for o in others])
+        rgs = [o.rg if o.kind == TENSOR else None for o in flat]
+        grad = self.grad_enabled
+        if any(r is True for r in rgs):
+            if grad is True:
+                rg_inputs = [o for o in flat if o.kind == TENSOR and o.rg]
+                return Value(
+                    TENSOR, rg=True, leaf=False,
+                    probable=all(o.probable for o in rg_inputs),
+                    view_of_leaf=view and base.leaf_requiring_grad,
+                    deps=union(o.deps for o in rg_inputs),
+                    cuts=cuts,
+                )
+            if grad is False:
+                return plain_tensor(cuts=cuts)
+            return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
+        if all(r is False for r in rgs):
+            # nothing requires grad: the result is a new plain tensor (a view keeps src)
+            src = base.src if view else None
+            return plain_tensor(cuts=cuts, src=src)
+        return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
+
+    def _conversion_site(self, receiver: cst.BaseExpression) -> bool:
+        """Is a conversion of ``receiver`` part of creating the tensor: chained on the factory
+        call itself, or rebinding the same name (``w = w.cuda()``)?"""
+        if isinstance(receiver, cst.Call):
+            return True
+        key = dotted(receiver)
+        stmt = self.current_statement
+        if key is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return False
+        small = stmt.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            return dotted(small.targets[0].target) == key
+        return False

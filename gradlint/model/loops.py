@@ -1,0 +1,57 @@
+"""Loops: the state a loop body starts from, and what one iteration leaves for the next."""
+
+from __future__ import annotations
+
+import re
+
+from typing import Any, Dict, Optional
+
+
+from gradlint.model.values import (
+    TENSOR, next_id,
+)
+
+
+class Loop:
+    """A loop being walked: the names bound before it, and where its values start."""
+
+    __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products")
+
+    def __init__(self, node: Any, outer: set, start_id: int) -> None:
+        self.node = node
+        self.outer = outer  # keys bound before the loop (the loop variable excluded)
+        self.start_id = start_id  # values with a smaller id were made before the loop
+        # outer name -> the statement that first reads it in the body, or None when the body
+        # rebinds it before any read
+        self.first_use: Dict[str, Any] = {}
+        # ids of graph values that a backward() in the body frees (without retain_graph)
+        self.freed: set = set()
+        # statement -> ids of the values it bound (to see whether a first use feeds a backward)
+        self.products: Dict[int, set] = {}
+
+
+class LoopMixin:
+    def enter_loop(self, node: Any, outer: set) -> None:
+        self.loops.append(Loop(node, outer, next_id()))
+        self.loop_depth += 1
+
+    def exit_loop(self) -> None:
+        loop = self.loops.pop()
+        self.loop_depth -= 1
+        # a name read at the top of the body that the body rebinds to a graph value freed by
+        # the body's own backward(): the next iteration back-propagates into a freed graph
+        for key, stmt in loop.first_use.items():
+            if stmt is None:
+                continue
+            end = self.env.get(key)
+            feeds_backward = loop.products.get(id(stmt), set()) & loop.freed
+            if feeds_backward and end is not None and end.kind == TENSOR and end.rg is True and any(
+                    d >= loop.start_id for d in end.deps & loop.freed & self.savers):
+                self._emit("loop_carried_graph", (stmt, key))
+
+    def defined_before_loop(self, key: Optional[str]) -> bool:
+        """Is ``key`` a name bound before the innermost loop (it outlives an iteration)?"""
+        if key is None or not self.loops:
+            return False
+        outer = self.loops[-1].outer
+        return key in outer or re.split(r"[.\[]", key, 1)[0] in outer

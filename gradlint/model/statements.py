@@ -1,0 +1,151 @@
+"""Statements: assignments, augmented assignments (in-place writes), imports, ``del``, and
+``requires_grad`` changes."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import libcst as cst
+
+from gradlint.model.names import dotted
+from gradlint.model.syntax import AUG_NAMES, const_bool
+from gradlint.model.values import (
+    NDARRAY, TENSOR, TUPLE, UNKNOWN, Cut, Value, leaf_rg, union,
+)
+
+
+class StatementMixin:
+    def _inplace_effect(self, receiver: cst.BaseExpression, operands: List[Value]) -> Optional[Value]:
+        """The receiver was written in place with ``operands``: it now requires grad if any
+        operand does (a plain buffer that receives graph values becomes part of the graph)."""
+        key = dotted(receiver)
+        if key is None:
+            return None
+        cur = self.env.get(key)
+        if cur is None or cur.kind != TENSOR:
+            return None
+        grad = self.grad_enabled
+        gets_graph = any(o.kind == TENSOR and o.rg for o in operands)
+        if cur.rg is True or not gets_graph or grad is False:
+            new_cuts = union([cur.cuts] + [o.cuts for o in operands])
+            if new_cuts == cur.cuts:
+                return cur
+            new = Value(TENSOR, rg=cur.rg, leaf=cur.leaf, probable=cur.probable,
+                        view_of_leaf=cur.view_of_leaf, deps=cur.deps, cuts=new_cuts, src=cur.src)
+        elif grad is None:
+            new = Value(TENSOR, rg=None, leaf=None)
+        else:
+            new = Value(
+                TENSOR, rg=True, leaf=False,
+                probable=all(o.probable for o in operands if o.kind == TENSOR and o.rg),
+                deps=union([cur.deps] + [o.deps for o in operands if o.kind == TENSOR and o.rg]),
+                cuts=union([cur.cuts] + [o.cuts for o in operands]),
+            )
+        self.bind_key(key, new)
+        return new
+
+    # ------------------------------------------------------------------ statements
+    def exec_assign(self, node: cst.Assign) -> None:
+        value = self.value_of(node.value)
+        for t in node.targets:
+            target = t.target
+            if (
+                isinstance(target, cst.Attribute)
+                and target.attr.value == "requires_grad"
+            ):
+                self._set_requires_grad(target.value, node.value, node)
+                continue
+            if isinstance(target, cst.Attribute) and target.attr.value == "grad":
+                if isinstance(node.value, cst.Name) and node.value.value == "None":
+                    self.log("zero_grad", dotted(target), node)  # p.grad = None
+                continue
+            self.bind_target(target, value)
+
+    def exec_ann_assign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind_target(node.target, self.value_of(node.value))
+
+    def exec_aug_assign(self, node: cst.AugAssign) -> None:
+        target = node.target
+        operand = self.value_of(node.value)
+        op = f"`{AUG_NAMES.get(type(node.operator), 'augmented assignment')}`"
+        if isinstance(target, cst.Subscript):
+            base = self.value_of(target.value)
+            if base.kind in (TENSOR, NDARRAY):
+                self.inplace(node, base, op)
+            self._inplace_effect(target.value, [operand])
+            return
+        cur = self.value_of(target)
+        if cur.kind in (TENSOR, NDARRAY) and not isinstance(node.operator, cst.MatrixMultiplyAssign):
+            self.inplace(node, cur, op)
+        if cur.kind == TENSOR:
+            if self._inplace_effect(target, [operand]) is None:
+                self.bind_target(target, self._combine([cur, operand], node))
+        else:
+            self.bind_target(target, self._combine([cur, operand], node))
+
+    def exec_expr(self, node: cst.Expr) -> None:
+        self.value_of(node.value)
+
+    def exec_del(self, node: cst.Del) -> None:
+        self.forget_target(node.target)
+
+    def exec_import(self, node: cst.Import) -> None:
+        self.imports.add_import(node)
+        for alias in node.names:
+            local = alias.evaluated_alias or alias.evaluated_name.split(".", 1)[0]
+            self.unbind(local)
+
+    def exec_import_from(self, node: cst.ImportFrom) -> None:
+        self.imports.add_import_from(node)
+        if not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                self.unbind(alias.evaluated_alias or alias.evaluated_name)
+
+    def _set_requires_grad(self, receiver: cst.BaseExpression, flag_node: cst.BaseExpression, stmt: Any) -> None:
+        """``x.requires_grad = flag``."""
+        key = dotted(receiver)
+        if key is None:
+            return
+        cur = self.value_of(receiver)
+        flag = const_bool(flag_node)
+        new = self._requires_grad(cur, flag, stmt)
+        if new is not None:
+            self.bind_key(key, new)
+
+    def _requires_grad(self, cur: Value, flag: Optional[bool], node: Any) -> Optional[Value]:
+        """The value of ``cur`` after ``requires_grad_(flag)`` / ``.requires_grad = flag``."""
+        if cur.kind == UNKNOWN:
+            if flag is True:
+                return Value(TENSOR, rg=True, leaf=None)
+            return Value(TENSOR, rg=None if flag is None else False, leaf=None)
+        if cur.kind != TENSOR:
+            return None
+        if cur.leaf is False:
+            return cur  # a non-leaf: a no-op (requires_grad_) or a RuntimeError (setter)
+        if flag is None:
+            return Value(TENSOR, rg=None, leaf=cur.leaf, cuts=cur.cuts)
+        if flag is False:
+            return Value(TENSOR, rg=False, leaf=cur.leaf, cuts=cur.cuts, src=cur.src)
+        if cur.leaf is None:
+            return Value(TENSOR, rg=True, leaf=None, cuts=cur.cuts)
+        if cur.src is not None and cur.rg is False:
+            v = self._cut_leaf(Cut(node, "detach_rg", cur.src, self.current_statement), cur.cuts)
+            v.made, v.made_node = "rewrap", node
+            return v
+        if cur.rg is False and (cur.made == "computed" or cur.cuts):
+            return leaf_rg(cuts=cur.cuts, made="rewrap", made_node=node)
+        return leaf_rg(cuts=cur.cuts)
+
+    @staticmethod
+    def _cut_leaf(cut: Cut, cuts: frozenset) -> Value:
+        v = leaf_rg(cuts=cuts | {cut})
+        cut.result = v
+        return v
+
+    def _escape(self, values: List[Value]) -> None:
+        for v in values:
+            if v.kind == TENSOR:
+                self.used_as_leaf.add(v.id)
+            elif v.kind == TUPLE:
+                self._escape(list(v.items))
