@@ -23,7 +23,8 @@ from gradlint.runtime.confirm import (  # noqa: E402
 # (a) a bug on a line that runs (torch raises: the program ends there, uncaught)
 # (b) a static finding on a line that runs but that the runtime cannot see (GL601)
 # (c) a bug in a function that is never called
-# (d) an in-place op on a leaf through a helper: the static model does not follow the argument
+# (d) an in-place op on a leaf through a helper called with unpacked arguments (`*[p]`): the
+#     static model does not follow them
 SCRIPT = textwrap.dedent('''\
     import sys
 
@@ -52,7 +53,7 @@ SCRIPT = textwrap.dedent('''\
         train(model, opt, [torch.ones(2, 3)] * 2)
         p = torch.ones(2, requires_grad=True)
         try:
-            bump(p)
+            bump(*[p])  # unpacked arguments: beyond the static model
         except RuntimeError:
             pass
         x = torch.ones(3, requires_grad=True)
@@ -132,7 +133,7 @@ def test_runtime_only_error_sets_exit_status_and_noqa_applies(tmp_path: Path) ->
 
         p = torch.ones(2, requires_grad=True)
         try:
-            bump(p)
+            bump(*[p])  # unpacked arguments: beyond the static model
         except RuntimeError:
             pass
     ''')

@@ -23,7 +23,8 @@ TIMEOUT = 60
 
 def _env() -> Dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    # GRADLINT_SRC: score another checkout of gradlint (e.g. a worktree of an older commit)
+    env["PYTHONPATH"] = os.environ.get("GRADLINT_SRC", REPO) + os.pathsep + REPO + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONWARNINGS"] = "default"
     env["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -12,9 +12,15 @@ from gradlint.model.env import Env
 from gradlint.model.names import dotted
 from gradlint.model.syntax import const_bool, conversion_copies, kwarg, kwvalue, positional, retains
 from gradlint.model.values import (
-    CLASS, FUNCTION, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
+    CLASS, FUNCTION, INSTANCE, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
     UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, flatten, leaf_rg, plain_tensor, src_of, union,
 )
+
+
+# how many calls of this file's functions one file may walk with their arguments (each walk
+# costs about a walk of the callee's body); and how deep such calls may nest
+INLINE_BUDGET = 200
+INLINE_DEPTH = 3
 
 
 class CallMixin:
@@ -30,6 +36,7 @@ class CallMixin:
         q = self.qualname(func)
         if q is not None:
             return self._call_qualified(q, node, arg_values)
+        receiver: Optional[Value] = None
         if isinstance(func, cst.Attribute):
             key = dotted(func)
             bound = None
@@ -37,14 +44,25 @@ class CallMixin:
                 bound = self.env.get(key) or (self.class_attrs[-1].get(key) if self.class_attrs else None)
             if bound is None or bound.kind not in (MODULE, FUNCTION, CLASS):
                 receiver = self.value_of(func.value)
+                method = self.resolve_method(receiver, func.attr.value)
+                if method is not None:
+                    out = self._call_function(method, node, arg_values, receiver, dotted(func.value))
+                    if out is not None:
+                        return out
                 return self._call_method(receiver, func.attr.value, node, arg_values)
+            if bound.kind == FUNCTION:
+                receiver = self.value_of(func.value)
         callee = self.value_of(func)
         if callee.kind == MODULE:
             return self._call_module(callee, arg_values, node)
         if callee.kind == FUNCTION:
-            inlined = self._inline(callee.node, node, arg_values)
-            if inlined is not None:
-                return inlined
+            is_method = id(callee.node) in self.method_class
+            if is_method and receiver is None:
+                receiver = UNKNOWN_VALUE
+            out = self._call_function(callee.node, node, arg_values, receiver if is_method else None,
+                                      dotted(func.value) if is_method and isinstance(func, cst.Attribute) else None)
+            if out is not None:
+                return out
         if callee.kind == FUNCTION and callee.items:
             # a function of this module whose result the model summarised (e.g. a loss)
             self._escape(arg_values)
@@ -52,6 +70,8 @@ class CallMixin:
         if callee.kind == CLASS:
             if not callee.params:
                 self._escape(arg_values)
+                if callee.node is not None and callee.node.name.value in self.classes:
+                    return Value(INSTANCE, node=callee.node.name.value)
                 return UNKNOWN_VALUE
             return Value(MODULE, params=None, made="inference" if self.inference else None, made_node=node,
                          node=callee.node.name.value if callee.node is not None else None)
@@ -69,31 +89,107 @@ class CallMixin:
         self._escape(arg_values)
         return UNKNOWN_VALUE
 
-    def _inline(self, fn: Any, call: cst.Call, args: List[Value]) -> Optional[Value]:
-        """A one-expression helper of this module (``def to_np(t): return t.detach().numpy()``)
-        evaluated with this call's arguments, so values and graph cuts flow through it."""
-        if not isinstance(fn, cst.FunctionDef) or fn.decorators or self._inlining:
+    # ------------------------------------------------------------------ functions of this file
+    def resolve_method(self, receiver: Value, name: str) -> Optional[cst.FunctionDef]:
+        """The method ``name`` of the class of ``receiver`` (an instance or module of a class of
+        this file), looked up through the file's base classes."""
+        if receiver.kind not in (MODULE, INSTANCE) or not isinstance(receiver.node, str):
             return None
-        body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
-        stmts = [b for b in body if not (isinstance(b, cst.SimpleStatementLine) and len(b.body) == 1
-                                         and isinstance(b.body[0], cst.Expr)
-                                         and isinstance(b.body[0].value, cst.SimpleString))]
-        if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine) or len(stmts[0].body) != 1:
+        seen = set()
+        todo = [receiver.node]
+        while todo:
+            cls = todo.pop(0)
+            info = self.classes.get(cls)
+            if info is None or cls in seen:
+                continue
+            seen.add(cls)
+            fn = info.methods.get(name)
+            if fn is not None:
+                return fn
+            todo.extend(info.bases)
+        return None
+
+    def enter_class_of(self, fn: Any) -> bool:
+        """Make the class of method ``fn`` the enclosing class (its attributes, its bases)."""
+        cls = self.method_class.get(id(fn))
+        if cls is None:
+            return False
+        self.class_stack.append(cls)
+        self.class_attrs.append(self.class_tables.setdefault(cls.name.value, {}))
+        return True
+
+    def leave_class_of(self, pushed: bool) -> None:
+        if pushed:
+            self.class_stack.pop()
+            self.class_attrs.pop()
+
+    def _call_function(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value],
+                       receiver_key: Optional[str]) -> Optional[Value]:
+        """A call of a function, lambda or method of this file: a one-expression body is
+        evaluated with the call's arguments; a longer one is walked with them (rules see its
+        statements with these values), with its effects on the receiver applied here."""
+        out = self._inline(fn, call, args, receiver)
+        if out is not None:
+            return out
+        if self.walk_callee is None or not isinstance(fn, cst.FunctionDef) or self._inlining:
             return None
-        ret = stmts[0].body[0]
+        return self.walk_callee(fn, call, args, receiver, receiver_key)
+
+    def call_env(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value]) -> Optional[Env]:
+        """The parameters of ``fn`` bound to this call's arguments (``self`` to the receiver);
+        None when the call's form is beyond the model (``*args`` at the call site)."""
         params = fn.params
-        if not isinstance(ret, cst.Return) or ret.value is None or params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
-                or params.kwonly_params or params.star_kwarg is not None:
+        positional = list(getattr(params, "posonly_params", ())) + list(params.params)
+        env: Env = {}
+        if receiver is not None:
+            if not positional:
+                return None
+            env[positional[0].name.value] = receiver
+            positional = positional[1:]
+        by_name = {p.name.value: p for p in positional + list(params.kwonly_params)}
+        i = 0
+        for a, v in zip(call.args, args):
+            if a.star:
+                return None
+            if a.keyword is None:
+                if i < len(positional):
+                    env[positional[i].name.value] = v
+                i += 1
+            elif a.keyword.value in by_name:
+                env[a.keyword.value] = v
+        return env
+
+    def _inline(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value] = None) -> Optional[Value]:
+        """A one-expression helper of this module (``def to_np(t): return t.detach().numpy()``)
+        or a lambda, evaluated with this call's arguments, so values and graph cuts flow through it."""
+        if self._inlining:
             return None
-        if any(a.keyword is not None or a.star for a in call.args) or len(args) > len(params.params):
+        if isinstance(fn, cst.Lambda):
+            ret_value = fn.body
+        elif isinstance(fn, cst.FunctionDef) and not fn.decorators:
+            body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
+            stmts = [b for b in body if not (isinstance(b, cst.SimpleStatementLine) and len(b.body) == 1
+                                             and isinstance(b.body[0], cst.Expr)
+                                             and isinstance(b.body[0].value, cst.SimpleString))]
+            if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine) or len(stmts[0].body) != 1:
+                return None
+            ret = stmts[0].body[0]
+            if not isinstance(ret, cst.Return) or ret.value is None:
+                return None
+            ret_value = ret.value
+        else:
             return None
-        env: Env = {p.name.value: v for p, v in zip(params.params, args)}
+        env = self.call_env(fn, call, args, receiver)
+        if env is None:
+            return None
         saved_env, saved_memo, saved_kind = self.env, self._memo, self.scope_kind
         self.env, self._memo, self.scope_kind, self._inlining = env, {}, "function", True
+        pushed = self.enter_class_of(fn)
         try:
-            out = self.value_of(ret.value)
+            out = self.value_of(ret_value)
         finally:
             self.env, self._memo, self.scope_kind, self._inlining = saved_env, saved_memo, saved_kind, False
+            self.leave_class_of(pushed)
         before = union(a.cuts for a in args)
         for cut in out.cuts - before:  # a cut made inside the helper is reported at this call
             cut.node, cut.statement = call, self.current_statement
@@ -146,8 +242,11 @@ class CallMixin:
             if tensors:
                 if q in api.INPLACE_KW_FUNCS and const_bool(kwvalue(node, "inplace")) is True:
                     self.inplace(node, tensors[0], f"`{q.rsplit('.', 1)[-1]}(..., inplace=True)`")
+                last = q.rsplit(".", 1)[-1]
+                pos = [v for a, v in zip(node.args, args) if a.keyword is None]
+                taint = last in api.TENSOR_OPERANDS and any(v.kind == UNKNOWN for v in pos)
                 return self._derived(tensors[0], tensors[1:] + [a for a in args if a.kind not in (TENSOR, TUPLE)],
-                                     node, op=q.rsplit(".", 1)[-1])
+                                     node, op=last, taint=taint)
             return UNKNOWN_VALUE
         if q in api.NONDIFF_FUNCS:
             return plain_tensor() if any(a.kind == TENSOR for a in args) else UNKNOWN_VALUE
@@ -156,7 +255,7 @@ class CallMixin:
             return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace,
                          node=q.rsplit(".", 1)[-1])
         if q in api.PARAM_MODULES:
-            return Value(MODULE, params=True, made="inference" if self.inference else None, made_node=node)
+            return Value(MODULE, params=True, made="inference" if self.inference else None, made_node=node, node=q)
         if q in api.CONTAINER_MODULES:
             has = [a.params for a in args if a.kind == MODULE]
             prev = None
@@ -227,10 +326,8 @@ class CallMixin:
 
     def _call_method(self, receiver: Value, attr: str, node: cst.Call, args: List[Value]) -> Value:
         kind = receiver.kind
-        if attr in ("parameters",):
-            return Value(PARAMS)
-        if attr == "named_parameters":
-            return Value(NAMED_PARAMS)
+        if attr in ("parameters", "named_parameters"):
+            return Value(PARAMS if attr == "parameters" else NAMED_PARAMS, node=dotted(node.func.value))  # type: ignore[attr-defined]
         if attr == "backward":
             key = dotted(node.func.value)  # type: ignore[attr-defined]
             if kind == UNKNOWN and args and node.args[0].keyword is None:
@@ -246,7 +343,16 @@ class CallMixin:
         if attr == "state_dict":
             return Value(UNKNOWN)  # a value of its own, so that reads of it can be followed
         if kind == MODULE:
-            if attr in ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "requires_grad_"):
+            if attr == "requires_grad_":
+                flag = const_bool(positional(node)[0]) if positional(node) else True
+                key = dotted(node.func.value)  # type: ignore[attr-defined]
+                if flag is not True and key is not None:
+                    self.frozen_keys.add(key)  # frozen: calling it is differentiable in its inputs only
+                    frozen = Value(MODULE, params=False if flag is False else None, node=receiver.node)
+                    self.bind_key(key, frozen)
+                    return frozen
+                return receiver
+            if attr in ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type"):
                 return receiver
             if attr == "forward":
                 return self._call_module(receiver, args, node)
@@ -324,7 +430,9 @@ class CallMixin:
                 out.made, out.made_node = "conv", node
             return out
         if attr in api.DIFF_METHODS:
-            return self._derived(receiver, args, node, op=attr)
+            taint = attr in api.TENSOR_OPERANDS and any(
+                v.kind == UNKNOWN for a, v in zip(node.args, args) if a.keyword is None)
+            return self._derived(receiver, args, node, op=attr, taint=taint)
         if attr in ("max", "min", "median") and not node.args:
             return self._derived(receiver, [], node)
         if attr in api.NONDIFF_METHODS:

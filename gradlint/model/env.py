@@ -32,10 +32,11 @@ class EnvMixin:
         if ("." in key or "[" in key) and key not in env:
             self._dotted_keys += 1
         env[key] = value
-        if self.loops:
-            self.loops[-1].products.setdefault(id(self.current_statement), set()).add(value.id)
-        if self.loops and key in self.loops[-1].outer:
-            first = self.loops[-1].first_use
+        loop = self.own_loop()
+        if loop is not None:
+            loop.products.setdefault(id(self.current_statement), set()).add(value.id)
+        if loop is not None and key in loop.outer:
+            first = loop.first_use
             if key not in first:
                 first[key] = None  # rebound before any read
             elif first[key] is self.current_statement and not (value.kind == TENSOR and value.rg is True):

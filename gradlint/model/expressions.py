@@ -11,9 +11,13 @@ from gradlint.model import torchapi as api
 from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
-    NDARRAY, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, plain_tensor,
+    CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, plain_tensor,
     union,
 )
+
+
+_CONST_NAMES = frozenset({"None", "True", "False"})
+_CONST_NODES = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Ellipsis)
 
 
 class ExpressionMixin:
@@ -21,9 +25,11 @@ class ExpressionMixin:
     def _eval(self, node: cst.BaseExpression) -> Value:
         t = type(node)
         if t is cst.Name:
+            if node.value in _CONST_NAMES:
+                return CONST_VALUE
             self.last_read[node.value] = len(self.events)
-            if self.loops:
-                loop = self.loops[-1]
+            loop = self.own_loop()
+            if loop is not None:
                 if node.value in loop.outer and node.value not in loop.first_use:
                     loop.first_use[node.value] = self.current_statement
             v = self.env.get(node.value)
@@ -84,6 +90,10 @@ class ExpressionMixin:
             return UNKNOWN_VALUE
         if t in (cst.Integer, cst.Float):
             return Value(SCALAR)
+        if t in _CONST_NODES:
+            return CONST_VALUE
+        if t is cst.Lambda:
+            return Value(FUNCTION, node=node)
         return UNKNOWN_VALUE
 
     def _eval_comp(self, node: Any) -> Value:
@@ -113,6 +123,9 @@ class ExpressionMixin:
             if self.class_attrs and key in self.class_attrs[-1]:
                 return self.class_attrs[-1][key]
         base = self.value_of(node.value)
+        if base.kind in (MODULE, INSTANCE):
+            v = self.module_attribute(base, node.attr.value, key)
+            return v if v is not None else UNKNOWN_VALUE
         if base.kind != TENSOR:
             return UNKNOWN_VALUE
         attr = node.attr.value
@@ -155,7 +168,7 @@ class ExpressionMixin:
             if op is not None and len(operands) == 2 and operands[0] is not tensors[0]:
                 op = "r" + op  # scalar * tensor: operand order matters only for the save check
             out = self._derived(tensors[0], operands[1:] if operands[0] is tensors[0] else operands, node,
-                                op=op)
+                                op=op, taint=any(o.kind == UNKNOWN for o in operands))
             if (
                 len(tensors) == 1 and tensors[0].fresh and tensors[0].leaf_requiring_grad and out.rg is True
                 and op in ("mul", "rmul", "div") and all(o.kind in (TENSOR, SCALAR) for o in operands)
@@ -174,10 +187,11 @@ class ExpressionMixin:
         return UNKNOWN_VALUE
 
     def _derived(self, base: Value, others: List[Value], node: Any, view: bool = False,
-                 op: Optional[str] = None) -> Value:
+                 op: Optional[str] = None, taint: bool = False) -> Value:
         """A differentiable function of ``base`` and ``others`` (tensors or not); ``op`` names
-        the operation when it matters for what autograd saves."""
-        out = self._derived_value(base, others, node, view)
+        the operation when it matters for what autograd saves. ``taint``: an operand the model
+        does not know may be a tensor that requires grad (unknown never turns into "no graph")."""
+        out = self._derived_value(base, others, node, view, taint)
         if op is not None and out.rg is True:
             self._record_saves(op, out, base, others, node)
         for o in others:
@@ -214,7 +228,8 @@ class ExpressionMixin:
             if base.rg is True:
                 saved.setdefault(base.id, []).append((out.id, f"an input of `{op}`"))
 
-    def _derived_value(self, base: Value, others: List[Value], node: Any, view: bool = False) -> Value:
+    def _derived_value(self, base: Value, others: List[Value], node: Any, view: bool = False,
+                       taint: bool = False) -> Value:
         operands = [base] + [o for o in others if o.kind in (TENSOR, TUPLE)]
         flat: List[Value] = []
         for o in operands:
@@ -240,7 +255,7 @@ class ExpressionMixin:
             if grad is False:
                 return plain_tensor(cuts=cuts)
             return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
-        if all(r is False for r in rgs):
+        if all(r is False for r in rgs) and not taint:
             # nothing requires grad: the result is a new plain tensor (a view keeps src)
             src = base.src if view else None
             return plain_tensor(cuts=cuts, src=src)

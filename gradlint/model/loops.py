@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import re
-
 from typing import Any, Dict, Optional
 
-
-from gradlint.model.values import (
-    TENSOR, next_id,
-)
+from gradlint.model.values import TENSOR, next_id
 
 
 class Loop:
     """A loop being walked: the names bound before it, and where its values start."""
 
-    __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products")
+    __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products", "level")
 
-    def __init__(self, node: Any, outer: set, start_id: int) -> None:
+    def __init__(self, node: Any, outer: set, start_id: int, level: int = 0) -> None:
         self.node = node
+        # how many calls deep the walk was when it met the loop (a helper walked at a call site
+        # inside the loop must not count as the loop's own body for the names it binds)
+        self.level = level
         self.outer = outer  # keys bound before the loop (the loop variable excluded)
         self.start_id = start_id  # values with a smaller id were made before the loop
         # outer name -> the statement that first reads it in the body, or None when the body
@@ -32,8 +31,14 @@ class Loop:
 
 class LoopMixin:
     def enter_loop(self, node: Any, outer: set) -> None:
-        self.loops.append(Loop(node, outer, next_id()))
+        self.loops.append(Loop(node, outer, next_id(), len(self.inline_stack)))
         self.loop_depth += 1
+
+    def own_loop(self) -> Optional[Loop]:
+        """The innermost loop, when it belongs to the function being walked (not to a caller)."""
+        if self.loops and self.loops[-1].level == len(self.inline_stack):
+            return self.loops[-1]
+        return None
 
     def exit_loop(self) -> None:
         loop = self.loops.pop()
@@ -53,5 +58,8 @@ class LoopMixin:
         """Is ``key`` a name bound before the innermost loop (it outlives an iteration)?"""
         if key is None or not self.loops:
             return False
-        outer = self.loops[-1].outer
+        loop = self.own_loop()
+        if loop is None:  # a helper walked at a call site inside a loop: its object's state outlives
+            return key.startswith("self.") or key.startswith("self[")
+        outer = loop.outer
         return key in outer or re.split(r"[.\[]", key, 1)[0] in outer

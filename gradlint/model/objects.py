@@ -3,22 +3,62 @@ the file), its parameters and submodules, and the attributes of instances."""
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Dict, List, Optional
 
+import libcst as cst
 
 from gradlint.model.values import (
-    TENSOR, TUPLE, UNKNOWN_VALUE, Value, plain_tensor, union,
+    INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, plain_tensor, union,
 )
+
+# the attributes torch.nn's layers hold as parameters
+_PARAM_ATTRS = frozenset({"weight", "bias", "in_proj_weight", "in_proj_bias"})
+
+
+class ClassInfo:
+    """A class of this file, from the pass over definitions: its node, methods, base names."""
+
+    __slots__ = ("node", "bases", "methods")
+
+    def __init__(self, node: cst.ClassDef, bases: List[str]) -> None:
+        self.node = node
+        self.bases = bases
+        self.methods: Dict[str, cst.FunctionDef] = {}
+
+
+def harvest(fn: cst.FunctionDef, env: Dict[str, Value], table: Dict[str, Value]) -> None:
+    """After a method is walked: the modules, optimizers and instances it bound on ``self``
+    (``def build(self): self.net = Net()``) become attributes known in every method; and, from
+    ``__init__``, its ``nn.Parameter`` attributes. A kind two methods disagree on is unknown."""
+    if not fn.params.params:
+        return
+    me = fn.params.params[0].name.value + "."
+    init = fn.name.value == "__init__"
+    for key, v in env.items():
+        if not key.startswith(me) or "[" in key or "." in key[len(me):]:
+            continue
+        attr = "self." + key[len(me):]
+        if v.kind in (MODULE, OPTIMIZER, INSTANCE) or (init and v.kind == TENSOR and v.is_param):
+            old = table.get(attr)
+            if old is None:
+                table[attr] = v
+            elif old is not v and (old.kind != v.kind or old.node != v.node):
+                table[attr] = UNKNOWN_VALUE
 
 
 class ObjectMixin:
     def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
+        walked = self._walk_forward(module, args, node)
+        if walked is not None:
+            return walked
         tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
         if module.params is False:
             if tensors:
                 if module.inplace and tensors[0].kind == TENSOR:
                     self.inplace(node, tensors[0], f"`{module.node}(inplace=True)`")
-                return self._derived(tensors[0], tensors[1:], node, op=module.act)
+                rest = [a for a in args if a is not tensors[0]]
+                return self._derived(tensors[0], rest, node, op=module.act,
+                                     taint=any(a.kind == UNKNOWN for a in args))
             return UNKNOWN_VALUE
         grad = self.grad_enabled
         cuts = union(a.cuts for a in args)
@@ -37,3 +77,50 @@ class ObjectMixin:
             out.made = "computed"
             return out
         return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
+
+    def module_attribute(self, base: Value, attr: str, key: Optional[str]) -> Optional[Value]:
+        """``m.weight`` of a torch.nn layer (a parameter: a leaf that requires grad, unless the
+        code froze it), ``model.fc`` of a module or instance of a class of this file."""
+        if isinstance(base.node, str) and base.node in self.classes:
+            return self._class_attribute(base.node, "self." + attr)
+        if (base.kind == MODULE and base.params is True and attr in _PARAM_ATTRS
+                and isinstance(base.node, str) and base.node.startswith("torch.nn.")):
+            if key is not None and self.frozen(key):
+                return Value(TENSOR, rg=None, leaf=True)
+            return leaf_rg(is_param=True)
+        return None
+
+    def _class_attribute(self, cls: str, attr: str) -> Optional[Value]:
+        seen = set()
+        todo = [cls]
+        while todo:
+            c = todo.pop(0)
+            if c in seen:
+                continue
+            seen.add(c)
+            v = self.class_tables.get(c, {}).get(attr)
+            if v is not None:
+                return v
+            info = self.classes.get(c)
+            if info is not None:
+                todo.extend(info.bases)
+        return None
+
+    def frozen(self, key: str) -> bool:
+        """Did the code freeze ``key`` or a module it belongs to (``requires_grad_(False)``,
+        ``p.requires_grad = False`` over its ``parameters()``)?"""
+        return any(key == f or key.startswith(f + ".") or f.startswith(key + ".") for f in self.frozen_keys)
+
+    def _walk_forward(self, module: Value, args: List[Value], node: Any) -> Optional[Value]:
+        """Calling a module of a class of this file runs its ``forward`` with these inputs."""
+        if not isinstance(module.node, str) or module.node not in self.classes or not isinstance(node, cst.Call):
+            return None
+        fn = self.resolve_method(module, "forward")
+        if fn is None:
+            return None
+        out = self._call_function(fn, node, args, module, None)
+        if out is not None and out.kind == TENSOR and out.rg is not None:
+            return out
+        if out is not None and out.kind == TUPLE:
+            return out
+        return None

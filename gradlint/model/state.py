@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from gradlint.model.calls import CallMixin
+from gradlint.model.calls import INLINE_BUDGET, CallMixin
 from gradlint.model.env import FREED, Env, EnvMixin  # noqa: F401 (re-exported)
 from gradlint.model.events import Event, EventMixin  # noqa: F401
 from gradlint.model.expressions import ExpressionMixin
@@ -84,6 +84,21 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         # ids of tensors a custom Function's forward marked dirty (ctx.mark_dirty)
         self.dirty: set = set()
         self._memo: Dict[int, Value] = {}
+        # calls of this file's functions being walked with their arguments (see calls.py), the
+        # walker's entry for doing so, and how many such walks this file may still make
+        self.inline_stack: List[Any] = []
+        self.walk_callee: Optional[Callable[..., Optional[Value]]] = None
+        self.inline_budget = INLINE_BUDGET
+        # from the pass over the file's definitions before the walk: functions by name, and per
+        # class its node, methods, base names; per class the attributes its methods bind
+        self.functions: Dict[str, Any] = {}
+        self.classes: Dict[str, Any] = {}
+        self.method_class: Dict[int, Any] = {}
+        self.class_tables: Dict[str, Dict[str, Value]] = {}
+        # keys of modules (or parameters) the code froze; value id -> the module key whose
+        # ``parameters()`` the value came from
+        self.frozen_keys: set = set()
+        self.param_owner: Dict[int, str] = {}
         self._emit = emit
         self._dotted_keys = 0
 

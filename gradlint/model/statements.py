@@ -115,6 +115,9 @@ class StatementMixin:
 
     def _requires_grad(self, cur: Value, flag: Optional[bool], node: Any) -> Optional[Value]:
         """The value of ``cur`` after ``requires_grad_(flag)`` / ``.requires_grad = flag``."""
+        owner = self.param_owner.get(cur.id)
+        if owner is not None and flag is not True:
+            self.frozen_keys.add(owner)  # `for p in model.backbone.parameters(): p.requires_grad = False`
         if cur.kind == UNKNOWN:
             if flag is True:
                 return Value(TENSOR, rg=True, leaf=None)

@@ -147,3 +147,18 @@ INPLACE_KW_FUNCS = frozenset(
     "torch.nn.functional." + n
     for n in "relu relu6 elu selu celu leaky_relu hardtanh hardswish hardsigmoid silu mish dropout dropout1d dropout2d dropout3d alpha_dropout threshold rrelu".split()
 )
+
+# Operations whose positional operands after the first are tensors (an operand the model does not
+# know may carry a graph); the other operations' extra arguments are sizes, dims and options.
+TENSOR_OPERANDS = frozenset(
+    """add sub subtract mul multiply div divide true_divide matmul mm bmm mv dot outer inner kron
+    cross atan2 hypot pow fmod remainder xlogy logaddexp lerp addmm addbmm baddbmm addmv addr addcmul
+    addcdiv where maximum minimum max min dist cdist cat concat concatenate stack hstack vstack
+    dstack einsum bilinear linear conv1d conv2d conv3d conv_transpose1d conv_transpose2d
+    conv_transpose3d embedding grid_sample scaled_dot_product_attention cosine_similarity
+    pairwise_distance triplet_margin_loss margin_ranking_loss cross_entropy nll_loss mse_loss l1_loss
+    smooth_l1_loss huber_loss binary_cross_entropy binary_cross_entropy_with_logits kl_div
+    hinge_embedding_loss soft_margin_loss multilabel_soft_margin_loss poisson_nll_loss
+    gaussian_nll_loss masked_fill masked_scatter index_add index_copy scatter scatter_add
+    index_put""".split()
+)

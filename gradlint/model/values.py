@@ -30,6 +30,8 @@ TUPLE = "tuple"  # a tuple/list literal, or a tuple-returning call; ``items`` ho
 FUNCTION = "function"  # a function defined in this module
 CLASS = "class"
 OPTIMIZER = "optimizer"  # a torch.optim optimizer; ``node`` holds the key of the module it optimises
+INSTANCE = "instance"  # an instance of a (non-module) class of this file; ``node`` holds the class name
+CONST = "const"  # a literal that is certainly no tensor: a string, None, True, False
 UNKNOWN = "unknown"
 
 
@@ -136,6 +138,7 @@ class Value:
 
 
 UNKNOWN_VALUE = Value(UNKNOWN)
+CONST_VALUE = Value(CONST)
 
 
 def tensor(**kw: Any) -> Value:
@@ -195,4 +198,25 @@ def element_of(v: Value) -> Value:
         items = v.items
         if items and all(i is items[0] for i in items):
             return items[0]
+    return UNKNOWN_VALUE
+
+
+def join_values(values: "List[Value]") -> Value:
+    """One value for what several paths produce (the returns of a function): the value itself
+    when all are the same object; a tensor when all are tensors (what they agree on, the union of
+    their graphs); element-wise for tuples of one length; otherwise unknown."""
+    first = values[0]
+    if all(v is first for v in values[1:]):
+        return first
+    if all(v.kind == TENSOR for v in values):
+        rg = first.rg if all(v.rg == first.rg for v in values) else None
+        leaf = first.leaf if all(v.leaf == first.leaf for v in values) else None
+        return Value(TENSOR, rg=rg, leaf=leaf, probable=any(v.probable for v in values),
+                     deps=union(v.deps for v in values) if rg else frozenset(),
+                     cuts=union(v.cuts for v in values))
+    if all(v.kind == TUPLE and len(v.items) == len(first.items) for v in values):
+        return Value(TUPLE, items=tuple(join_values([v.items[i] for v in values]) for i in range(len(first.items))))
+    if all(v.kind == first.kind for v in values) and first.kind in (MODULE, INSTANCE, OPTIMIZER, SCALAR, CONST):
+        same = all(v.node == first.node and v.params == first.params for v in values)
+        return first if same else Value(first.kind)
     return UNKNOWN_VALUE

@@ -15,8 +15,11 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.names import dotted
+from gradlint.model.calls import INLINE_DEPTH
+from gradlint.model.env import FREED
+from gradlint.model.objects import ClassInfo, harvest as _harvest
 from gradlint.model.state import Model, element_of
-from gradlint.model.values import CLASS, FUNCTION, UNKNOWN_VALUE, Value
+from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, UNKNOWN_VALUE, Value, join_values
 
 _SKIP_FIELD_PARTS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "lbracket",
                      "rbracket", "lbrace", "rbrace", "leading_lines", "lines_after_decorators",
@@ -114,8 +117,90 @@ class Walker:
             self._call(fn, *args)
 
     def run(self, module: cst.Module) -> None:
+        self._definitions(module.body)
+        self.model.walk_callee = self._walk_callee
         self.walk(module)
         self._emit("finish", ())
+
+    # ------------------------------------------------------------------ calls of this file
+    def _definitions(self, body: Any, cls: Optional[cst.ClassDef] = None) -> None:
+        """The pass over the file's definitions before the walk: functions, classes (their
+        methods and base names) at module level, in ``if``/``try`` blocks, and nested classes,
+        so that a call can reach a function or method defined later in the file."""
+        model = self.model
+        for stmt in body:
+            t = type(stmt)
+            if t is cst.FunctionDef:
+                if cls is None:
+                    model.functions.setdefault(stmt.name.value, stmt)
+                else:
+                    model.classes[cls.name.value].methods.setdefault(stmt.name.value, stmt)
+                    model.method_class[id(stmt)] = cls
+            elif t is cst.ClassDef:
+                bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in stmt.bases if b.keyword is None]
+                model.classes.setdefault(stmt.name.value, ClassInfo(stmt, bases))
+                self._definitions(stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else (), stmt)
+            elif t is cst.If and cls is None:
+                self._definitions(stmt.body.body, None)
+                orelse = stmt.orelse
+                while orelse is not None:
+                    self._definitions(orelse.body.body, None)
+                    orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+            elif t in (cst.Try, cst.With) and cls is None:
+                self._definitions(stmt.body.body, None)
+
+    def _walk_callee(self, fn: cst.FunctionDef, call: cst.Call, args: List[Value], receiver: Optional[Value],
+                     receiver_key: Optional[str]) -> Optional[Value]:
+        """Walk ``fn``'s body at this call with the call's arguments (rules see its statements
+        with these values): returns what it returns, and applies its effects here: attributes
+        it binds on the receiver (``self.hidden = out``), graphs its ``backward()`` frees, and its
+        training events (logged as it runs, so a loop that calls ``train_step()`` is a training
+        loop)."""
+        model = self.model
+        if (fn in model.inline_stack or fn in model.function_stack or len(model.inline_stack) >= INLINE_DEPTH
+                or model.inline_budget <= 0 or _is_generator(fn)):
+            return None
+        env = model.call_env(fn, call, args, receiver)
+        if env is None:
+            return None
+        model.inline_budget -= 1
+        mode, assumed = self._function_grad_mode(fn)
+        if assumed:
+            mode, assumed = model.grad_enabled, model.grad_assumed
+        freed = model.env.get(FREED)
+        if freed is not None:
+            env[FREED] = freed
+        saved = (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
+                 model.current_statement, model.loop_depth, model._dotted_keys)
+        model.restore(env)
+        model._memo = {}
+        model.scope_kind = "function"
+        model.grad_enabled, model.grad_assumed = mode, assumed
+        model.inline_stack.append(fn)
+        model.function_stack.append(fn)
+        model.returns.append([])
+        pushed = model.enter_class_of(fn)
+        try:
+            self._block(fn.body)
+            end = model.env
+        finally:
+            model.leave_class_of(pushed)
+            returned = model.returns.pop()
+            model.function_stack.pop()
+            model.inline_stack.pop()
+            (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
+             model.current_statement, model.loop_depth, model._dotted_keys) = saved
+        # effects on the caller: attributes bound on the receiver, graphs freed
+        if receiver is not None and receiver_key is not None and fn.params.params:
+            me = fn.params.params[0].name.value + "."
+            for k, v in end.items():
+                if k.startswith(me):
+                    model.bind_key(receiver_key + "." + k[len(me):], v)
+        if FREED in end:
+            model.env[FREED] = end[FREED]
+        if not returned:
+            return Value(CONST) if _falls_off(fn) else None
+        return join_values(returned)
 
     def walk(self, node: cst.CSTNode) -> None:
         t = type(node)
@@ -241,10 +326,15 @@ class Walker:
                     model.bind_key(p.name.value, Value("tensor", rg=None, leaf=None, made=role))
         model.scope_kind = "function"
         model.loop_depth = 0
+        cls = model.method_class.get(id(node))
+        if cls is not None and model.class_stack and model.class_stack[-1] is cls and role is None:
+            self._bind_self(node, cls)
         model.function_stack.append(node)
         model.returns.append([])
         try:
             self._block(node.body)
+            if cls is not None and model.class_attrs and model.class_stack and model.class_stack[-1] is cls:
+                _harvest(node, model.env, model.class_attrs[-1])
         finally:
             model.function_stack.pop()
             returned = model.returns.pop()
@@ -256,6 +346,21 @@ class Walker:
         model.bind_key(node.name.value, fn)
         if saved_kind == "class" and model.class_attrs:
             model.class_attrs[-1]["self." + node.name.value] = fn
+
+    def _bind_self(self, node: cst.FunctionDef, cls: cst.ClassDef) -> None:
+        """The first parameter of a method is the instance: a module of that class, or an
+        instance of it (static and class methods excepted)."""
+        for d in node.decorators:
+            if (dotted(d.decorator) or "").rsplit(".", 1)[-1] in ("staticmethod", "classmethod"):
+                return
+        params = node.params.params
+        if not params:
+            return
+        model = self.model
+        is_module = bool(model.class_attrs) and model.class_attrs[-1].get("__module__") is not None
+        name = cls.name.value
+        model.bind_key(params[0].name.value,
+                       Value(MODULE, params=None, node=name) if is_module else Value(INSTANCE, node=name))
 
     def _autograd_function_role(self, node: cst.FunctionDef) -> Optional[str]:
         model = self.model
@@ -322,7 +427,10 @@ class Walker:
         model.restore({})
         model.scope_kind = "class"
         model.class_stack.append(node)
-        model.class_attrs.append({"__module__": Value(CLASS)} if is_module else {})
+        table = model.class_tables.setdefault(node.name.value, {})
+        if is_module:
+            table["__module__"] = Value(CLASS)
+        model.class_attrs.append(table)
         try:
             self._block(node.body)
         finally:
@@ -375,7 +483,11 @@ class Walker:
         it = model.value_of(node.iter)
         outer = set(model.env)
         self.walk(node.target)
-        model.bind_target(node.target, element_of(it))
+        elem = element_of(it)
+        if it.kind in ("params", "named_params") and isinstance(it.node, str):
+            p = elem.items[1] if elem.kind == "tuple" and len(elem.items) == 2 else elem
+            model.param_owner[p.id] = it.node
+        model.bind_target(node.target, elem)
         self._loop_body(node.body, node.orelse, node, outer)
 
     def _while(self, node: cst.While) -> None:
@@ -559,3 +671,29 @@ def _terminates(stmts: Any) -> bool:
     if isinstance(last, cst.SimpleStatementLine) and last.body:
         return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
     return False
+
+
+def _is_generator(fn: cst.FunctionDef) -> bool:
+    """Does ``fn``'s own body (not a nested function's) contain ``yield``?"""
+    stack = list(fn.body.children)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Yield,)):
+            return True
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(n.children)
+    return False
+
+
+def _falls_off(fn: cst.FunctionDef) -> bool:
+    """A function without any ``return value`` statement (it returns None)."""
+    stack = list(fn.body.children)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Return) and n.value is not None:
+            return False
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(n.children)
+    return True
