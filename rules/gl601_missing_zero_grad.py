@@ -82,7 +82,7 @@ class MissingZeroGrad(Rule):
                     )
                 continue
             for step in steps:
-                before = [e for e in evs if e.seq < step.seq and e.kind in ("backward",) + _ZERO]
+                before = [e for e in evs if e.seq < step.seq and e.kind in ("backward", "grad_set") + _ZERO]
                 if not before or before[-1].kind not in _ZERO or before[-1].key != step.key:
                     continue
                 if not any(e.kind == "backward" for e in before):

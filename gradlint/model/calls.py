@@ -13,7 +13,7 @@ from gradlint.model.names import dotted
 from gradlint.model.syntax import const_bool, conversion_copies, kwarg, kwvalue, positional, retains
 from gradlint.model.values import (
     CLASS, FUNCTION, INSTANCE, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
-    UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, flatten, leaf_rg, plain_tensor, src_of, union,
+    UNKNOWN, UNKNOWN_VALUE, CONST_VALUE, Cut, Value, element_of, flatten, leaf_rg, plain_tensor, src_of, union,
 )
 
 
@@ -394,6 +394,13 @@ class CallMixin:
             if kind == NDARRAY:
                 return Value(SCALAR, src=receiver.src, cuts=receiver.cuts)
             return Value(SCALAR)
+        if kind == TUPLE and attr in ("append", "extend", "insert") and args and receiver.params is None:
+            key = dotted(node.func.value)  # type: ignore[attr-defined]
+            if key is not None:  # xs.append(t): the list now holds t too
+                added = args[-1].items if attr == "extend" and args[-1].kind == TUPLE else (
+                    (UNKNOWN_VALUE,) if attr == "extend" else (args[-1],))
+                self.bind_key(key, Value(TUPLE, items=receiver.items + tuple(added), made="list"))
+            return CONST_VALUE
         if kind == NDARRAY:
             return Value(NDARRAY, src=receiver.src, cuts=union([receiver.cuts] + [a.cuts for a in args]))
         if kind != TENSOR:

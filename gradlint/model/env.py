@@ -79,6 +79,15 @@ class EnvMixin:
         for k, v in first.items():
             if all(e.get(k) is v for e in rest):
                 out[k] = v
+            elif v.kind == TUPLE and v.made == "list" or v.items == () and v.kind == TUPLE:
+                # a list that some path appended to: it may hold any of the elements (by position,
+                # nothing is known)
+                others = [e.get(k) for e in rest]
+                if all(o is not None and o.kind == TUPLE and not o.params for o in others):
+                    items: list = []
+                    for o in [v] + others:
+                        items.extend(i for i in o.items if all(i is not j for j in items))
+                    out[k] = Value(TUPLE, items=tuple(items), made="joined")
         # graphs freed by backward() on every path stay freed
         freed = [e.get(FREED) for e in envs]
         if all(f is not None for f in freed):
@@ -126,6 +135,10 @@ class EnvMixin:
                 self._inplace_effect(base, [value])
             else:
                 key = dotted(target)  # d["loss"] = v: a container slot with a constant index
+                base_key = dotted(base)
+                if base_key is not None and bv.kind == TUPLE:
+                    # the container's content changed: what it holds as a whole is no longer known
+                    self.bind_key(base_key, Value(TUPLE, items=(UNKNOWN_VALUE,)))
                 if key is not None:
                     self.bind_key(key, value)
         elif isinstance(target, cst.StarredElement):

@@ -16,7 +16,8 @@ from gradlint.model.values import (
 
 
 class Event:
-    """One training-step call, in walk order: kind is 'backward', 'step', 'zero_grad',
+    """One training-step call, in walk order: kind is 'backward', 'step', 'zero_grad', 'grad_set'
+    (``p.grad = g``: gradients given by hand),
     'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
 
     __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function")

@@ -153,7 +153,7 @@ class ExpressionMixin:
             return self._derived(base, [], node, view=basic_index(node))
         if base.kind == NDARRAY:
             return Value(NDARRAY, src=base.src, cuts=base.cuts)
-        if base.kind == TUPLE and len(node.slice) == 1:
+        if base.kind == TUPLE and len(node.slice) == 1 and base.made != "joined":
             idx = node.slice[0].slice
             if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
                 i = int(idx.value.value, 0)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional
 
+import libcst as cst
+
+from gradlint.model.names import dotted
 from gradlint.model.values import TENSOR, next_id
 
 
@@ -46,7 +49,7 @@ class LoopMixin:
         # a name read at the top of the body that the body rebinds to a graph value freed by
         # the body's own backward(): the next iteration back-propagates into a freed graph
         for key, stmt in loop.first_use.items():
-            if stmt is None:
+            if stmt is None or _reads_only_cut(stmt, key):
                 continue
             end = self.env.get(key)
             feeds_backward = loop.products.get(id(stmt), set()) & loop.freed
@@ -63,3 +66,25 @@ class LoopMixin:
             return key.startswith("self.") or key.startswith("self[")
         outer = loop.outer
         return key in outer or re.split(r"[.\[]", key, 1)[0] in outer
+
+
+_CUTTING = frozenset({"detach", "detach_", "data", "item", "tolist", "numpy", "shape", "size", "dim"})
+
+
+def _reads_only_cut(stmt: Any, key: str) -> bool:
+    """Does ``stmt`` read ``key`` only through a cut (``h.detach()``, ``h.data``, ``h.item()``),
+    so that nothing of the previous iteration's graph flows into what it computes?"""
+    reads = cut = 0
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and n.attr.value in _CUTTING and dotted(n.value) == key:
+            cut += 1
+            reads += 1
+            continue
+        if isinstance(n, cst.AssignTarget):
+            continue  # what the statement binds is no read
+        if isinstance(n, cst.Name) and n.value == key:
+            reads += 1
+        stack.extend(n.children)
+    return reads > 0 and reads == cut

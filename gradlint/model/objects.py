@@ -119,8 +119,19 @@ class ObjectMixin:
         if fn is None:
             return None
         out = self._call_function(fn, node, args, module, None)
-        if out is not None and out.kind == TENSOR and out.rg is not None:
+        if out is None or self.grad_enabled is not True:
+            return None
+        if out.kind == TENSOR and out.rg is not None:
             return out
-        if out is not None and out.kind == TUPLE:
-            return out
+        if out.kind == TUPLE and out.made is None:
+            # what the walk could not tell is what any module call gives: a graph output
+            items = tuple(i if i.kind != UNKNOWN and not (i.kind == TENSOR and i.rg is None)
+                          else self._module_output(args, node) for i in out.items)
+            return Value(TUPLE, items=items)
         return None
+
+    def _module_output(self, args: List[Value], node: Any) -> Value:
+        deps = union(a.deps for a in args if a.kind == TENSOR and a.rg)
+        out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=union(a.cuts for a in args))
+        self.savers.add(out.id)
+        return out

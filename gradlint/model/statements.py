@@ -58,6 +58,8 @@ class StatementMixin:
             if isinstance(target, cst.Attribute) and target.attr.value == "grad":
                 if isinstance(node.value, cst.Name) and node.value.value == "None":
                     self.log("zero_grad", dotted(target), node)  # p.grad = None
+                else:
+                    self.log("grad_set", dotted(target), node)  # gradients given by hand
                 continue
             self.bind_target(target, value)
 

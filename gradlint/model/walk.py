@@ -284,6 +284,10 @@ class Walker:
                     v = model.value_of(small.value)
                     if model.returns:
                         model.returns[-1].append(v)
+                elif t is cst.Assert:
+                    model.value_of(small.test)  # `assert x.grad is not None` reads x.grad
+                    if small.msg is not None:
+                        model.value_of(small.msg)
                 elif t in (cst.Global, cst.Nonlocal):
                     for n in small.names:
                         model.unbind(n.name.value)
