@@ -152,6 +152,7 @@ def _decode(text: str, display: str) -> List[Any]:
             severity=Severity(d["severity"]), message=str(d["message"]), hint=str(d["hint"]),
             fixable=bool(d["fixable"]), url=str(d["url"]), source_line=str(d["source_line"]),
             statement_line=int(d["statement_line"]), fix=fix,
+            related=tuple((int(r["line"]), int(r["column"]), str(r["message"])) for r in d.get("related", ())),
         ))
     return out
 

@@ -213,6 +213,11 @@ def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any
 
             fix = resolve_fix(fix, positions, text, module)
         line = rng.start.line
+        related = []
+        for rnode, rmsg in extra.get("related", ()):
+            r = positions.get(rnode)
+            if r is not None and (r.start.line, r.start.column) != (rng.start.line, rng.start.column):
+                related.append((r.start.line, r.start.column + 1, rmsg))
         out.append(
             Finding(
                 path=display,
@@ -230,6 +235,7 @@ def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any
                 source_line=lines[line - 1] if 0 < line <= len(lines) else "",
                 statement_line=stmt_rng.start.line if stmt_rng is not None else 0,
                 fix=fix,
+                related=tuple(related),
             )
         )
     return out

@@ -15,7 +15,7 @@ import inspect
 import pkgutil
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
 DOCS_URL = "https://github.com/gradlint/gradlint/blob/main/docs/rules.md#{anchor}"
 
@@ -65,6 +65,9 @@ class Finding:
     # first line of the enclosing statement (for noqa on multi-line statements)
     statement_line: int = 0
     fix: Optional[Fix] = field(default=None, compare=False, repr=False)
+    # other places that belong to the finding (the symptom, when the finding is at the cause):
+    # (line, column, message)
+    related: Tuple[Tuple[int, int, str], ...] = ()
 
     def sort_key(self) -> Tuple[Any, ...]:
         return (self.path, self.line, self.column, self.code, self.message)
@@ -83,6 +86,7 @@ class Finding:
             "hint": self.hint,
             "fixable": self.fixable,
             "url": self.url,
+            "related": [{"line": ln, "column": col, "message": msg} for ln, col, msg in self.related],
         }
 
 
@@ -115,11 +119,14 @@ class Rule:
         severity: Optional[Severity] = None,
         fix: Optional[Fix] = None,
         context: Optional[Tuple[Any, Tuple[str, ...]]] = None,
+        related: Sequence[Tuple[Any, str]] = (),
         **message_args: Any,
     ) -> None:
         """Record a finding at ``node`` (a libcst node). Positions are computed later, and only
         for files that have findings. A rule that reports after the fact (at a later
-        ``backward()``) passes the ``context`` it took with ``self.model.here()`` at ``node``."""
+        ``backward()``) passes the ``context`` it took with ``self.model.here()`` at ``node``.
+        ``related``: ``(node, message)`` pairs for other places of the finding (the symptom, when
+        ``node`` is the line to change)."""
         where = context if context is not None else self.model.here()
         statement, assumed = where[0], where[1]
         if len(where) > 2 and where[2]:
@@ -134,6 +141,7 @@ class Rule:
                     "fix": fix,
                     "statement": statement,
                     "assumed": assumed,
+                    "related": tuple(related),
                 },
             )
         )

@@ -16,6 +16,14 @@ class BackwardThroughFreedGraph(Rule):
     and then the generator's loss, and a recurrent hidden state carried from one iteration to the
     next without `.detach()` (truncated backpropagation through time).
 
+    Where it is reported: at the line to change, with the symptom as a related location. For
+    two graphs sharing a part, at the `backward()` that frees it (detach the shared value where
+    this loss uses it, or pass `retain_graph=True` here), with the later `backward()` that
+    raises and the statement that computed the shared part; for a graph built before a loop, at
+    the statement that builds it (compute it under `no_grad`, detach it, or compute it inside
+    the loop), with the `backward()` in the loop; for a recurrent state, at its first use in the
+    loop (detach it there).
+
     ## Why is this bad
     `backward()` frees the tensors the graph saved. Going through that part again raises
     `RuntimeError: Trying to backward through the graph a second time (or directly access saved
@@ -52,20 +60,35 @@ class BackwardThroughFreedGraph(Rule):
 
     def on_backward(self, node: Any, value: Any) -> None:
         model = self.model
-        if value.kind != "tensor":
-            return
+        if value.kind != "tensor" or model.expecting_error:
+            return  # (the error is expected in `with pytest.raises(...)`)
         freed_ids = model.freed_ids()
-        freed = [d for d in value.deps if d in freed_ids]
+        freed = sorted(d for d in value.deps if d in freed_ids)
         if freed:
-            self.report(node, what="backward() through a part of the graph that an earlier backward() already freed")
+            by = model.freed_by.get(freed[0])
+            related = [(node, "the later backward() that goes through the freed part again: torch raises here")]
+            made = model.saver_stmt.get(freed[0])
+            if made is not None:
+                related.append((made, "the part both graphs share is computed here"))
+            if by is None:
+                self.report(node, what="backward() through a part of the graph that an earlier backward() already freed")
+                return
+            self.report(by[0], context=(by[1], ()), related=related,
+                        what="this backward() frees a part of the graph that a later backward() goes through again")
             return
         if model.loops and not _retains(node):
             start = model.loops[-1].start_id
-            if any(d < start and d in model.savers for d in value.deps):
-                self.report(
-                    node, what="backward() in a loop through a graph built before the loop: the second iteration finds it freed",
-                )
-
+            before = sorted(d for d in value.deps if d < start and d in model.savers)
+            if before:
+                made = model.saver_stmt.get(before[0])
+                what = ("computed before the loop with a graph that the backward() in the loop frees on the first "
+                        "iteration; the second iteration goes through it again")
+                if made is not None:
+                    self.report(made, context=(made, ()), what=what,
+                                related=[(node, "the backward() in the loop: torch raises here on the second iteration")])
+                else:
+                    self.report(node, what="backward() in a loop through a graph built before the loop: the second "
+                                "iteration finds it freed")
 
     def on_loop_carried_graph(self, statement: Any, key: str) -> None:
         self.report(

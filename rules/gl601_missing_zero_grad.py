@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Set
 
-
 from gradlint.model.names import called_names
 from gradlint.rule import Rule, Severity
 
@@ -15,6 +14,9 @@ class MissingZeroGrad(Rule):
     Finds a training loop that calls `backward()` and `optimizer.step()` but never clears the
     gradients in the loop (`optimizer.zero_grad()`, `model.zero_grad()`, `p.grad = None`), and
     a `zero_grad()` placed between `backward()` and `step()` of the same optimizer.
+
+    A missing `zero_grad()` is reported at the loop's `backward()` (clear the gradients before
+    it), with the `step()` as a related location; a misplaced one at the `zero_grad()` itself.
 
     ## Why is this bad
     Silently wrong. `backward()` *adds* to `.grad`: without clearing, every step uses the sum of
@@ -73,11 +75,13 @@ class MissingZeroGrad(Rule):
                 if zero_helpers and called_names(loop) & zero_helpers:
                     continue  # a helper called in the loop clears the gradients
                 step = steps[0]
-                if id(step.node) not in reported:
-                    reported.add(id(step.node))
+                backward = next(e for e in evs if e.kind == "backward")
+                if id(backward.node) not in reported:
+                    reported.add(id(backward.node))
                     self.report(
-                        step.node, context=(step.statement, ()),
-                        what="`step()` in a loop with `backward()` but no `zero_grad()`: gradients accumulate "
+                        backward.node, context=(backward.statement, ()),
+                        related=[(step.node, "the optimizer step that uses the accumulated gradients")],
+                        what="`backward()` in a loop with `step()` but no `zero_grad()`: gradients accumulate "
                         "across iterations and every step uses their running sum",
                     )
                 continue

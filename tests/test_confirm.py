@@ -43,8 +43,8 @@ SCRIPT = textwrap.dedent('''\
     def train(model, opt, data):
         for x in data:
             loss = model(x).sum()
-            loss.backward()
-            opt.step()  # (b) line 19
+            loss.backward()  # (b) line 18
+            opt.step()
 
 
     def main():
@@ -64,7 +64,7 @@ SCRIPT = textwrap.dedent('''\
     main()
 ''')
 
-EXPECTED = {8: ("GL101", NOT_REACHED), 19: ("GL601", NOT_OBSERVED), 33: ("GL101", CONFIRMED)}
+EXPECTED = {8: ("GL101", NOT_REACHED), 18: ("GL601", NOT_OBSERVED), 33: ("GL101", CONFIRMED)}
 
 
 def _gradlint(*args: str, cwd: Path) -> subprocess.CompletedProcess:

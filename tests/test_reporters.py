@@ -211,7 +211,7 @@ def test_full_colour_and_statistics(findings):
 
 KEYS = {
     "path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message",
-    "hint", "fixable", "url",
+    "hint", "fixable", "url", "related",
 }
 
 
@@ -359,3 +359,22 @@ def test_sarif_paths(findings):
         {"uri": "file:///abs/x.py"},
         {"uri": "file:///C:/proj/x.py"},
     ]
+
+
+# -- related locations -------------------------------------------------------------------------
+
+
+def test_related_locations_in_json_sarif_and_full(findings):
+    import dataclasses
+
+    findings = [dataclasses.replace(findings[0], related=((20, 9, "the symptom: torch raises here"),))]
+    data = json.loads(render(findings, "json", ctx()))
+    assert data[0]["related"] == [{"line": 20, "column": 9, "message": "the symptom: torch raises here"}]
+    log = json.loads(render(findings, "sarif", ctx()))
+    assert_valid_sarif(log)
+    rel = [r["relatedLocations"] for r in log["runs"][0]["results"] if "relatedLocations" in r]
+    assert rel == [[{"id": 1, "message": {"text": "the symptom: torch raises here"},
+                     "physicalLocation": {"artifactLocation": {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"},
+                                          "region": {"startLine": 20, "startColumn": 9}}}]]
+    full = render(findings, "full", ctx(color=False))
+    assert "= note: src/train.py:20:9: the symptom: torch raises here" in full

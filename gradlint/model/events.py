@@ -106,6 +106,11 @@ class EventMixin:
         elif receiver.kind == UNKNOWN and "scaler" in last and node.args:
             self.log("step", dotted(node.args[0].value), node)  # GradScaler.step(optimizer)
 
+    def add_saver(self, value: Value) -> None:
+        """``value`` is the output of an op whose backward reads saved tensors (made here)."""
+        self.savers.add(value.id)
+        self.saver_stmt[value.id] = self.current_statement
+
     def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False) -> None:
         values = value.items if value.kind == TUPLE else (value,)
         if key is not None:
@@ -118,6 +123,8 @@ class EventMixin:
                 for loop in self.loops:
                     loop.freed |= v.deps
                 new = {d for d in v.deps if d in self.savers}
+                for d in new:
+                    self.freed_by.setdefault(d, (node, self.current_statement))
                 if new:
                     freed = self.freed_ids() | new
                     self.env[FREED] = Value(TUPLE, items=tuple(sorted(freed)))  # type: ignore[arg-type]

@@ -213,7 +213,7 @@ class ExpressionMixin:
 
     def _record_saves_of(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
         saved = self.saved
-        self.savers.add(out.id)
+        self.add_saver(out)
         if op in api.SAVES_OUTPUT:
             saved.setdefault(out.id, []).append((out.id, f"the output of `{op}`"))
         elif op in api.SAVES_OTHER or op == "div":

@@ -70,7 +70,7 @@ class ObjectMixin:
                     self._emit("inference_saved", (node, a))  # the module saves its input
             deps = union(a.deps for a in args if a.kind == TENSOR and a.rg)
             out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
-            self.savers.add(out.id)  # e.g. Linear saves its input to compute the weight's grad
+            self.add_saver(out)  # e.g. Linear saves its input to compute the weight's grad
             return out
         if grad is False:
             out = plain_tensor(cuts=cuts)
@@ -133,5 +133,5 @@ class ObjectMixin:
     def _module_output(self, args: List[Value], node: Any) -> Value:
         deps = union(a.deps for a in args if a.kind == TENSOR and a.rg)
         out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=union(a.cuts for a in args))
-        self.savers.add(out.id)
+        self.add_saver(out)
         return out

@@ -74,6 +74,10 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         # ids of op outputs whose backward reads saved tensors; ids of graph values that a
         # backward() without retain_graph has freed
         self.savers: set = set()
+        # saver id -> the statement that made it; freed saver id -> (the backward() call that
+        # freed it, its statement)
+        self.saver_stmt: Dict[int, Any] = {}
+        self.freed_by: Dict[int, Tuple[Any, Any]] = {}
         # keys (names) on which backward() was called
         self.backwarded_keys: set = set()
         # inside torch.inference_mode() (grad_enabled is False there too)

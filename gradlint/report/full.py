@@ -30,6 +30,8 @@ def block(f: Finding, ctx: "ReportContext") -> List[str]:
         f"{f.line} |" + (f" {f.source_line}" if f.source_line else ""),
         f"{gutter} | {paint(carets(f), severity_style(f.severity), ctx)}",
     ]
+    for line, column, message in f.related:
+        lines.append(f"{gutter} {paint('= note:', BOLD, ctx)} {f.path}:{line}:{column}: {message}")
     if f.hint:
         lines.append(f"{gutter} {paint('= hint:', BOLD, ctx)} {f.hint}")
     lines.append("")

@@ -82,6 +82,18 @@ def result(f: Finding, index: int) -> Dict[str, Any]:
             }
         ],
     }
+    if f.related:
+        r["relatedLocations"] = [
+            {
+                "id": i,
+                "message": {"text": message},
+                "physicalLocation": {
+                    "artifactLocation": location,
+                    "region": {"startLine": line, "startColumn": column},
+                },
+            }
+            for i, (line, column, message) in enumerate(f.related, 1)
+        ]
     if f.fix is not None:
         fix: Dict[str, Any] = {}
         if f.fix.description:
