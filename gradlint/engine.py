@@ -9,6 +9,8 @@ parse, GL001 for a crash inside gradlint); the run goes on.
 
 from __future__ import annotations
 
+import dataclasses
+
 import ast
 import io
 import os
@@ -111,6 +113,20 @@ def lint_text(display: str, text: str, options: Options) -> List[Finding]:
         # Python's own message and position when Python rejects the file too (familiar, and
         # more precise); libcst's when only libcst does (syntax newer than it supports)
         err = _compile_error(text)
+        if err is None and "\r" in text:
+            # valid Python with mixed line endings (CRLF and LF), which libcst rejects: lint the
+            # same lines with LF endings (line and column numbers are unchanged; no fixes, since
+            # their offsets would be those of the normalised text)
+            normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+            try:
+                module = cst.parse_module(normalised)
+            except Exception:
+                pass
+            else:
+                if not rules:
+                    return []
+                findings = _run_rules(display, normalised, module, rules, options)
+                return [dataclasses.replace(f, fix=None, fixable=False) for f in findings]
         if err is None:
             line, col, message = _parser_position(exc)
             err = (line, col, f"syntax error (libcst): {message}")
@@ -203,6 +219,10 @@ def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any
         rng = positions.get(node)
         if rng is None:
             continue
+        # one finding per defect: `p.mul_(d).add_(x)` is one in-place update of `p`
+        if (rule.code, rng.start.line) in seen:
+            continue
+        seen.add((rule.code, rng.start.line))
         stmt = extra.get("statement")
         stmt_rng = positions.get(stmt) if stmt is not None else None
         sev = overrides.get(rule.code)

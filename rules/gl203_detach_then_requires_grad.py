@@ -61,6 +61,8 @@ class DetachThenRequiresGrad(CutRule):
 
     def skip_cut(self, cut: Any) -> bool:
         # its own gradient is used (read, given to an optimizer): a deliberate new leaf
+        if cut.after_backward:
+            return True  # a new leaf from a value whose inputs were already back-propagated
         return cut.result is not None and cut.result.id in self.model.used_as_leaf
 
     def report_cut(self, cut: Any, value: Any, **kw: Any) -> None:

@@ -151,8 +151,18 @@ class StateDictAlias(Rule):
             later = [e for e in steps if (e.seq >= seq and e.function is function) or set(e.loops) & set(loops)]
             if not later:
                 continue
-            # ... and the snapshot is used after such a step (restored, saved, compared)
+            # ... and the snapshot is used after such a step (restored, saved, compared); a step
+            # earlier in the loop body runs after the snapshot only on the next iteration, so
+            # only a read after the loop counts for it
             last_read = model.last_read.get(key, -1) if key is not None else len(model.events)
-            if not any(last_read > e.seq for e in later):
+            read_tick = model.last_read_tick.get(key, -1) if key is not None else 1 << 30
+            if not any(last_read > e.seq if e.seq >= seq else read_tick > _exit_seq(model, e, loops)
+                       for e in later):
                 continue
             self.report(node, context=context, expr=expr, fix=fix)
+
+
+def _exit_seq(model: Any, step: Any, loops: Tuple[Any, ...]) -> int:
+    """The statement count when the innermost loop around both the step and the snapshot ended."""
+    shared = [loop for loop in step.loops if loop in loops]
+    return model.loop_exit_seq.get(id(shared[-1]), 1 << 30) if shared else 1 << 30

@@ -58,7 +58,7 @@ class GradAlias(Rule):
             return
         function = model.function_stack[-1] if model.function_stack else None
         loop = model.loops[-1].node if model.loops else None
-        self._holds.append((node, model.here(), key, len(model.events), function, loop))
+        self._holds.append((node, model.here(), key, len(model.events), function, loop, v.alias_of))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1:
@@ -72,7 +72,7 @@ class GradAlias(Rule):
     def on_finish(self) -> None:
         model = self.model
         events = model.events
-        for node, context, key, seq, function, loop in self._holds:
+        for node, context, key, seq, function, loop, owner in self._holds:
             same = [e for e in events if e.function is function]
             after = [e for e in same if e.seq >= seq]
             if loop is not None:  # the next iteration runs the loop's earlier events again
@@ -81,6 +81,8 @@ class GradAlias(Rule):
             for e in after:
                 if e.kind == "zero_grad":
                     break  # .grad becomes None: the next backward() makes a new tensor
+                if e.kind == "backward" and _misses(e.value, owner):
+                    continue  # this backward() does not reach the tensor whose .grad is kept
                 if e.kind in ("zero_grad_keep", "backward"):
                     if model.last_read.get(key, -1) > e.seq or (loop is not None and e.seq < seq):
                         how = {"zero_grad_keep": "it is zeroed in place (`zero_grad(set_to_none=False)` / `.grad.zero_()`)",
@@ -88,3 +90,11 @@ class GradAlias(Rule):
                     break
             if how is not None:
                 self.report(node, context=context, key=key, how=how)
+
+
+def _misses(value: Any, owner: Any) -> bool:
+    """Does a backward() of ``value`` certainly not reach ``owner`` (a tensor the code made, not a
+    module's parameter: the model knows every path from such a leaf)?"""
+    if value is None or owner is None or owner.is_param or value.kind != "tensor":
+        return False
+    return value.rg is True and not value.probable and owner.id not in value.deps

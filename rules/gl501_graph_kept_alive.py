@@ -131,8 +131,23 @@ class GraphKeptAlive(Rule):
         for node, context, acc, values, fix, numeric, loop in self._pending:
             if acc in model.backwarded_keys:
                 continue  # the accumulated losses are back-propagated: deliberate
+            if _over_structure(loop):
+                continue  # a loop over parameters or submodules (a penalty term): bounded, one graph
             if not numeric and loop not in training_loops:
                 continue
             certain = any(not v.probable or v.id in model.backwarded for v in values)
             self.report(node, context=context, acc=acc, fix=fix,
                         severity=None if certain else Severity.WARNING)
+
+
+_STRUCTURE = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children",
+                        "named_children", "buffers", "named_buffers"})
+
+
+def _over_structure(loop: Any) -> bool:
+    """``for name, p in model.named_parameters():``: the loop walks a model's parts, not steps."""
+    it = getattr(loop, "iter", None)
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("enumerate", "list", "zip") \
+            and it.args:
+        it = it.args[0].value
+    return isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in _STRUCTURE

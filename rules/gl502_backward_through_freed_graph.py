@@ -60,8 +60,8 @@ class BackwardThroughFreedGraph(Rule):
 
     def on_backward(self, node: Any, value: Any) -> None:
         model = self.model
-        if value.kind != "tensor" or model.expecting_error:
-            return  # (the error is expected in `with pytest.raises(...)`)
+        if value.kind != "tensor" or model.expecting_error or model.repeat:
+            return  # (the error is expected in `with pytest.raises(...)`; a loop's second pass)
         freed_ids = model.freed_ids()
         freed = sorted(d for d in value.deps if d in freed_ids)
         if freed:
@@ -76,21 +76,29 @@ class BackwardThroughFreedGraph(Rule):
             self.report(by[0], context=(by[1], ()), related=related,
                         what="this backward() frees a part of the graph that a later backward() goes through again")
             return
-        if model.loops and not _retains(node):
-            start = model.loops[-1].start_id
-            before = sorted(d for d in value.deps if d < start and d in model.savers)
-            if before:
-                made = model.saver_stmt.get(before[0])
-                what = ("computed before the loop with a graph that the backward() in the loop frees on the first "
-                        "iteration; the second iteration goes through it again")
-                if made is not None:
-                    self.report(made, context=(made, ()), what=what,
-                                related=[(node, "the backward() in the loop: torch raises here on the second iteration")])
-                else:
-                    self.report(node, what="backward() in a loop through a graph built before the loop: the second "
-                                "iteration finds it freed")
+
+    def on_graph_before_loop(self, node: Any, value: Any) -> None:
+        """A backward() in a loop (without retain_graph) of a value that depends on a graph built
+        before the loop, still the value the next iteration back-propagates."""
+        model = self.model
+        start = None
+        for d in sorted(value.deps):
+            if d in model.savers:
+                start = d
+                break
+        made = model.saver_stmt.get(start) if start is not None else None
+        what = ("computed before the loop with a graph that the backward() in the loop frees on the first "
+                "iteration; the second iteration goes through it again")
+        if made is not None:
+            self.report(made, context=(made, ()), what=what,
+                        related=[(node, "the backward() in the loop: torch raises here on the second iteration")])
+        else:
+            self.report(node, what="backward() in a loop through a graph built before the loop: the second "
+                        "iteration finds it freed")
 
     def on_loop_carried_graph(self, statement: Any, key: str) -> None:
+        if self.model.repeat:
+            return
         self.report(
             statement, context=(statement, ()),
             what=f"`{key}` carries the previous iteration's graph into this one (a backward() in the loop freed it); "

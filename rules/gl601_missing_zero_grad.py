@@ -71,6 +71,8 @@ class MissingZeroGrad(Rule):
             if "backward" not in kinds or "step" not in kinds:
                 continue
             steps = [e for e in evs if e.kind == "step"]
+            if not kinds & set(_ZERO) and all(_fresh_each_iteration(e, loop) for e in steps):
+                continue  # a new optimizer over new leaves every iteration: nothing accumulates
             if not kinds & set(_ZERO):
                 if zero_helpers and called_names(loop) & zero_helpers:
                     continue  # a helper called in the loop clears the gradients
@@ -86,7 +88,8 @@ class MissingZeroGrad(Rule):
                     )
                 continue
             for step in steps:
-                before = [e for e in evs if e.seq < step.seq and e.kind in ("backward", "grad_set") + _ZERO]
+                before = [e for e in evs if e.seq < step.seq and e.kind in ("backward", "grad_set") + _ZERO
+                          and not e.exits]
                 if not before or before[-1].kind not in _ZERO or before[-1].key != step.key:
                     continue
                 if not any(e.kind == "backward" for e in before):
@@ -99,3 +102,13 @@ class MissingZeroGrad(Rule):
                         what="`zero_grad()` between `backward()` and `step()` clears the new gradients "
                         "before the optimizer uses them: nothing is updated",
                     )
+
+
+def _fresh_each_iteration(step: Any, loop: Any) -> bool:
+    """Is the optimizer of this ``step()`` made in the loop body over tensors made there too?"""
+    opt = step.value
+    if opt is None or opt.kind != "optimizer" or loop not in step.loops:
+        return False
+    start = step.starts[step.loops.index(loop)]
+    params = [p for p in opt.items if p.kind == "tensor"]
+    return opt.id >= start and bool(params) and len(params) == len(opt.items) and all(p.id >= start for p in params)

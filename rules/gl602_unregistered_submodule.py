@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 import libcst as cst
 
@@ -65,6 +65,8 @@ class UnregisteredSubmodule(Rule):
     def __init__(self, model: Any, sink: Any) -> None:
         super().__init__(model, sink)
         self._pending: Dict[int, List[Any]] = {}
+        # per class: the self.<attr> keys that __init__ rebinds to a registered container
+        self._registered: Dict[int, Set[str]] = {}
 
     def _defer(self, node: cst.CSTNode, **args: Any) -> None:
         cls = self.model.class_stack[-1]
@@ -77,7 +79,10 @@ class UnregisteredSubmodule(Rule):
         # a class that registers modules itself (self.add_module(name, self.blocks[-1])) is fine
         if called_names(node.body) & self._REGISTERS:
             return
+        registered = self._registered.pop(id(node), set())
         for n, context, args in pending:
+            if args["key"] in registered:
+                continue  # `self.layers = nn.Sequential(*self.layers)` later in __init__
             self.report(n, context=context, **args)
 
     def _in_module_init(self) -> bool:
@@ -95,11 +100,19 @@ class UnregisteredSubmodule(Rule):
         key = dotted(node.targets[0].target)
         if key is None or not key.startswith("self.") or key.count(".") != 1:
             return
+        if isinstance(node.value, cst.Call):
+            q = self.model.qualname(node.value.func) or ""
+            if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper():
+                self._registered.setdefault(id(self.model.class_stack[-1]), set()).add(key)
+                return
         what = self._what(self.model.value_of(node.value), node.value)
         if what:
             self._defer(node, key=key, what=what)
 
     def _what(self, v: Any, expr: cst.BaseExpression) -> Optional[str]:
+        if isinstance(expr, (cst.List, cst.Tuple)) and all(
+                _is_self_attr(el.value) for el, i in zip(expr.elements, v.items) if _trainable(i)):
+            return None  # [self.b1, self.b2]: aliases of submodules registered as attributes
         if v.kind == "tuple" and any(_trainable(i) for i in v.items):
             kind = {cst.Dict: "dict", cst.DictComp: "dict", cst.Tuple: "tuple"}.get(type(expr), "list")
             return f"is a plain {kind} of modules"
@@ -122,3 +135,8 @@ class UnregisteredSubmodule(Rule):
         arg = self.model.value_of(node.args[-1].value)
         if _trainable(arg) or (arg.kind == "tuple" and any(_trainable(i) for i in arg.items)):
             self._defer(node, key=key, what="is a plain list that modules are appended to")
+
+
+def _is_self_attr(expr: cst.BaseExpression) -> bool:
+    key = dotted(expr)
+    return key is not None and key.startswith("self.")

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
+from gradlint.model.names import dotted
 from gradlint.rule import Rule, Severity
 
 
@@ -48,7 +51,32 @@ class ModuleCreatedInForward(Rule):
             return
         v = model.value_of(node)
         q = model.qualname(node.func)
+        if self._built_once(node):
+            return
         if q == "torch.nn.Parameter":
             self.report(node, what="nn.Parameter(...)")
-        elif v.kind == "module" and v.params is True:
+        elif v.kind == "module" and v.params is True and self._constructs(node, q):
             self.report(node, what=(q or "module").replace("torch.nn.", "nn.") + "(...)")
+
+    def _constructs(self, node: cst.Call, q: Optional[str]) -> bool:
+        """A constructor call (`nn.Linear(...)`, a module class of this file), not a method that
+        returns an existing module (`self.bn.float()`, `self.m.to(x.dtype)`)."""
+        if q is not None:
+            return q.rsplit(".", 1)[-1][:1].isupper()
+        return self.model.value_of(node.func).kind == "class"
+
+    def _built_once(self, node: cst.Call) -> bool:
+        """`if self.inv is None: self.inv = nn.Conv1d(...)`: made on the first call, then cached."""
+        model = self.model
+        stmt = model.current_statement
+        if not isinstance(stmt, cst.SimpleStatementLine) or not isinstance(stmt.body[0], cst.Assign):
+            return False
+        keys = {dotted(t.target) for t in stmt.body[0].targets}
+        keys.discard(None)
+        for test in model.conditions:
+            text = cst.Module(body=[]).code_for_node(test)
+            if any(k in text and ("None" in text or "hasattr" in text) for k in keys):
+                return True
+            if any(k.startswith("self.") and (f'"{k[5:]}"' in text or f"'{k[5:]}'" in text) for k in keys):
+                return True
+        return False

@@ -45,6 +45,8 @@ DEEP_ONLY = {
     "GL102_inplace_on_saved_output::bad_under_no_grad_still_raises": "the same: x is saved as an input of x * x",
     "GL102_inplace_on_saved_output::bad_constant_operand_of_mul": "the same: c is saved as an operand of h * c",
     "GL103_inplace_through_data::bad_data_add_after_save": "x is saved as an input of x * x (needs the hooks)",
+    "GL103_inplace_through_data::bad_helper_clips_before_backward":
+        "w is saved as an input of w * w * x (needs the hooks)",
     "GL103_inplace_through_data::bad_numpy_view_write":
         "a write through a NumPy view is invisible to torch; only the deep level's checksum sees it "
         "(reported at the line that made the array)",
@@ -52,6 +54,9 @@ DEEP_ONLY = {
 
 # Bad examples of covered codes that neither level can report, and why.
 OUT_OF_REACH = {
+    "GL203_detach_then_requires_grad::bad_module_attribute_fc_weight_detached":
+        "the new leaf is a detached copy of a leaf (a parameter): the monitor follows copies of graph "
+        "tensors, and a leaf has no graph that the backward() could have missed",
     "GL201_numpy_on_graph_tensor::bad_np_mean":
         "np.mean calls Tensor.mean(axis=...), which raises TypeError before any NumPy conversion happens",
     "GL201_numpy_on_graph_tensor::bad_from_numpy_round_trip":

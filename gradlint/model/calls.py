@@ -289,7 +289,7 @@ class CallMixin:
             if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
                     and first.func.attr.value in ("parameters", "named_parameters"):
                 owner = dotted(first.func.value)
-            return Value(OPTIMIZER, node=owner)
+            return Value(OPTIMIZER, node=owner, items=tuple(flatten(params)), made_node=node)
         self._escape(args)
         return UNKNOWN_VALUE
 
@@ -327,7 +327,9 @@ class CallMixin:
     def _call_method(self, receiver: Value, attr: str, node: cst.Call, args: List[Value]) -> Value:
         kind = receiver.kind
         if attr in ("parameters", "named_parameters"):
-            return Value(PARAMS if attr == "parameters" else NAMED_PARAMS, node=dotted(node.func.value))  # type: ignore[attr-defined]
+            key = dotted(node.func.value)  # type: ignore[attr-defined]
+            frozen = (key is not None and self.frozen(key)) or (kind == MODULE and receiver.params is False)
+            return Value(PARAMS if attr == "parameters" else NAMED_PARAMS, node=key, params=False if frozen else None)
         if attr == "backward":
             key = dotted(node.func.value)  # type: ignore[attr-defined]
             if kind == UNKNOWN and args and node.args[0].keyword is None:

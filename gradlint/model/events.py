@@ -10,9 +10,7 @@ import libcst as cst
 from gradlint.model.env import FREED
 from gradlint.model.names import dotted
 from gradlint.model.syntax import const_bool, kwvalue
-from gradlint.model.values import (
-    OPTIMIZER, TUPLE, UNKNOWN, Cut, Value,
-)
+from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value
 
 
 class Event:
@@ -20,12 +18,16 @@ class Event:
     (``p.grad = g``: gradients given by hand),
     'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
 
-    __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function")
+    __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function", "exits", "value", "starts")
 
     def __init__(self, seq: int, kind: str, key: Optional[str], node: Any, loops: Tuple[Any, ...],
                  statement: Any, function: Any) -> None:
         self.seq, self.kind, self.key, self.node = seq, kind, key, node
         self.loops, self.statement, self.function = loops, statement, function
+        # in a branch that ends in continue/break/return/raise: the code after it does not follow
+        self.exits = False
+        self.value: Optional[Value] = None  # the optimizer of a 'step', the tensor of a 'backward'
+        self.starts: Tuple[int, ...] = ()  # per loop in ``loops``: the first value id made in it
 
 
 class EventMixin:
@@ -34,10 +36,14 @@ class EventMixin:
         ``.step()``/``.zero_grad()``, must not fire on other frameworks' code)?"""
         return any(q == "torch" or q.startswith("torch.") for q in self.imports.names.values())
 
-    def log(self, kind: str, key: Optional[str], node: Any) -> None:
-        self.events.append(Event(len(self.events), kind, key, node, tuple(l.node for l in self.loops),
-                                 self.current_statement,
-                                 self.function_stack[-1] if self.function_stack else None))
+    def log(self, kind: str, key: Optional[str], node: Any, value: Optional[Value] = None) -> None:
+        if self.repeat:
+            return
+        e = Event(len(self.events), kind, key, node, tuple(loop.node for loop in self.loops),
+                  self.current_statement, self.function_stack[-1] if self.function_stack else None)
+        e.value = value
+        e.starts = tuple(loop.start_id for loop in self.loops)
+        self.events.append(e)
 
     def here(self) -> Tuple[Any, ...]:
         """Where a finding recorded now belongs (for a rule that reports it later): the
@@ -102,7 +108,7 @@ class EventMixin:
             return
         last = (key or "").rsplit(".", 1)[-1].lower()
         if receiver.kind == OPTIMIZER or (receiver.kind == UNKNOWN and "opt" in last and "sched" not in last):
-            self.log("step", key, node)
+            self.log("step", key, node, receiver)
         elif receiver.kind == UNKNOWN and "scaler" in last and node.args:
             self.log("step", dotted(node.args[0].value), node)  # GradScaler.step(optimizer)
 
@@ -115,10 +121,16 @@ class EventMixin:
         values = value.items if value.kind == TUPLE else (value,)
         if key is not None:
             self.backwarded_keys.add(key)
-        self.log("backward", key, node)
+        self.log("backward", key, node, value)
+        loop = self.loops[-1] if self.loops else None
         for v in values:
             self._emit("backward", (node, v))
             self.backwarded.add(v.id)
+            if v.kind == TENSOR:
+                self.backwarded_deps |= v.deps
+            if (loop is not None and not retain and not self.repeat and not self.expecting_error
+                    and v.kind == TENSOR and any(d < loop.start_id and d in self.savers for d in v.deps)):
+                loop.before.append((node, v, key))  # judged when the loop's walk ends
             if not retain:
                 for loop in self.loops:
                     loop.freed |= v.deps

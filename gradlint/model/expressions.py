@@ -28,6 +28,7 @@ class ExpressionMixin:
             if node.value in _CONST_NAMES:
                 return CONST_VALUE
             self.last_read[node.value] = len(self.events)
+            self.last_read_tick[node.value] = self.tick
             loop = self.own_loop()
             if loop is not None:
                 if node.value in loop.outer and node.value not in loop.first_use:
@@ -118,6 +119,7 @@ class ExpressionMixin:
         key = dotted(node)
         if key is not None:
             self.last_read[key] = len(self.events)
+            self.last_read_tick[key] = self.tick
             if key in self.env:
                 return self.env[key]
             if self.class_attrs and key in self.class_attrs[-1]:
@@ -144,6 +146,7 @@ class ExpressionMixin:
         key = dotted(node)
         if key is not None and key in self.env:
             self.last_read[key] = len(self.events)
+            self.last_read_tick[key] = self.tick
             return self.env[key]
         base = self.value_of(node.value)
         for el in node.slice:

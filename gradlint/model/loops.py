@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
@@ -14,7 +14,7 @@ from gradlint.model.values import TENSOR, next_id
 class Loop:
     """A loop being walked: the names bound before it, and where its values start."""
 
-    __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products", "level")
+    __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products", "level", "before")
 
     def __init__(self, node: Any, outer: set, start_id: int, level: int = 0) -> None:
         self.node = node
@@ -30,6 +30,8 @@ class Loop:
         self.freed: set = set()
         # statement -> ids of the values it bound (to see whether a first use feeds a backward)
         self.products: Dict[int, set] = {}
+        # backward() calls in the body through a graph built before the loop: (node, value, key)
+        self.before: List[Any] = []
 
 
 class LoopMixin:
@@ -46,6 +48,19 @@ class LoopMixin:
     def exit_loop(self) -> None:
         loop = self.loops.pop()
         self.loop_depth -= 1
+        self.tick += 1
+        self.loop_exit_seq[id(loop.node)] = self.tick
+        if loop.before:
+            # the pre-loop graph reaches the next iteration only through names bound before the
+            # loop that still hold it at the end of the body (not rebound, not refreshed)
+            carried: set = set()
+            for k in loop.outer:
+                v = self.env.get(k)
+                if v is not None and v.kind == TENSOR:
+                    carried |= v.deps
+            for node, value, _key in loop.before:
+                if any(d < loop.start_id and d in self.savers and d in carried for d in value.deps):
+                    self._emit("graph_before_loop", (node, value))
         # a name read at the top of the body that the body rebinds to a graph value freed by
         # the body's own backward(): the next iteration back-propagates into a freed graph
         for key, stmt in loop.first_use.items():

@@ -50,6 +50,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.module_classes: Dict[str, Value] = {}
         # ids of values that something called backward()/autograd.grad() on
         self.backwarded: set = set()
+        # ids of the values any backward() so far went through
+        self.backwarded_deps: set = set()
         # ids of tensors whose .grad was read, or that were handed to code the model does not
         # know (an optimizer, a helper function): their use as a leaf may be intended
         self.used_as_leaf: set = set()
@@ -102,6 +104,16 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         # keys of modules (or parameters) the code froze; value id -> the module key whose
         # ``parameters()`` the value came from
         self.frozen_keys: set = set()
+        # the tests of the enclosing `if` statements whose body is being walked
+        self.conditions: List[Any] = []
+        # id of a loop node -> the statement count (tick) when its walk ended
+        self.loop_exit_seq: Dict[int, int] = {}
+        # a count of the statements walked, and per name the count at its last read
+        self.tick = 0
+        # walking a loop body a second time (the second iteration): training events are not
+        # logged again, and rules that judge graph freeing leave it to the first pass
+        self.repeat = False
+        self.last_read_tick: Dict[str, int] = {}
         self.param_owner: Dict[int, str] = {}
         self._emit = emit
         self._dotted_keys = 0

@@ -61,6 +61,15 @@ class StatementMixin:
                 else:
                     self.log("grad_set", dotted(target), node)  # gradients given by hand
                 continue
+            key = dotted(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+            if key is not None and value.kind == TENSOR and self.lookup(key).leaf_requiring_grad \
+                    and _reads_grad_of(node.value, key):
+                # `w = w - lr * w.grad`: the manual update rebinds the parameter (GL304 reports it
+                # here); what follows from the rebinding (a non-leaf .grad, a graph-less loss on the
+                # next step) is its consequence, marked so that it is reported once, here
+                cut = Cut(node, "rebound", self.lookup(key), self.current_statement)
+                cut.in_loop = bool(self.loops) or self.repeat
+                value.cuts = value.cuts | {cut}
             self.bind_target(target, value)
 
     def exec_ann_assign(self, node: cst.AnnAssign) -> None:
@@ -135,7 +144,9 @@ class StatementMixin:
         if cur.leaf is None:
             return Value(TENSOR, rg=True, leaf=None, cuts=cur.cuts)
         if cur.src is not None and cur.rg is False:
-            v = self._cut_leaf(Cut(node, "detach_rg", cur.src, self.current_statement), cur.cuts)
+            cut = Cut(node, "detach_rg", cur.src, self.current_statement)
+            cut.after_backward = bool((cur.src.deps - {cur.src.id}) & self.backwarded_deps)
+            v = self._cut_leaf(cut, cur.cuts)
             v.made, v.made_node = "rewrap", node
             return v
         if cur.rg is False and (cur.made == "computed" or cur.cuts):
@@ -154,3 +165,13 @@ class StatementMixin:
                 self.used_as_leaf.add(v.id)
             elif v.kind == TUPLE:
                 self._escape(list(v.items))
+
+
+def _reads_grad_of(expr: cst.BaseExpression, key: str) -> bool:
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == key:
+            return True
+        stack.extend(n.children)
+    return False

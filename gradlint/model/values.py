@@ -41,7 +41,7 @@ class Cut:
     'detach_rg' (detach then requires_grad), 'copy_rg' (torch.tensor(t, requires_grad=True)),
     'parameter' (nn.Parameter(non_leaf)). ``src`` is the graph value that was cut."""
 
-    __slots__ = ("node", "kind", "src", "statement", "result")
+    __slots__ = ("node", "kind", "src", "statement", "result", "after_backward", "in_loop")
 
     def __init__(self, node: Any, kind: str, src: "Value", statement: Any) -> None:
         self.node = node
@@ -49,6 +49,10 @@ class Cut:
         self.src = src
         self.statement = statement
         self.result: "Optional[Value]" = None  # the new tensor made at the cut
+        # the source's inputs were back-propagated before the cut (a new leaf made from an
+        # updated value, step after step): nothing upstream waits for a gradient through it
+        self.after_backward = False
+        self.in_loop = False  # made in a loop body (or a function walked from one)
 
 
 class Value:
@@ -188,10 +192,10 @@ def src_of(v: Value) -> Optional[Value]:
 
 def element_of(v: Value) -> Value:
     """The value of one element when iterating over ``v``."""
-    if v.kind == PARAMS:
-        return leaf_rg(is_param=True)
-    if v.kind == NAMED_PARAMS:
-        return Value(TUPLE, items=(Value(SCALAR), leaf_rg(is_param=True)))
+    if v.kind in (PARAMS, NAMED_PARAMS):
+        # the parameters of a module the code froze (requires_grad_(False)) do not require grad
+        p = leaf_rg(is_param=True) if v.params is not False else Value(TENSOR, rg=False, leaf=True, is_param=True)
+        return p if v.kind == PARAMS else Value(TUPLE, items=(Value(SCALAR), p))
     if v.kind == TUPLE:
         if v.params:  # enumerate()/zip() results
             return v

@@ -256,6 +256,7 @@ class Walker:
         for s in stmts:
             prev = model.current_statement
             model.current_statement = s
+            model.tick += 1
             self.walk(s)
             model.current_statement = prev
         return _terminates(stmts)
@@ -450,7 +451,16 @@ class Walker:
         model.value_of(node.test)
         before = model.snapshot()
         ends: List[Any] = []
-        if not self._block(node.body):
+        model.conditions.append(node.test)
+        first_event = len(model.events)
+        try:
+            terminated = self._block(node.body)
+        finally:
+            model.conditions.pop()
+        if terminated:
+            for e in model.events[first_event:]:
+                e.exits = True  # `opt.zero_grad(); continue`: nothing after the `if` follows it
+        else:
             ends.append(model.env)
         model.restore(dict(before))
         orelse = node.orelse
@@ -471,13 +481,32 @@ class Walker:
     def _loop_body(self, body: Any, orelse: Any, node: Any, outer: Any = None) -> None:
         model = self.model
         before = model.snapshot()
-        model.enter_loop(node, outer if outer is not None else set(before))
+        outer = outer if outer is not None else set(before)
+        model.enter_loop(node, outer)
         try:
             self._block(body)
         finally:
             model.exit_loop()
-        # the body runs zero or more times: keep what both paths agree on
-        model.restore(Model.join([before, model.env]))
+        ends = [before, model.env]
+        if _carried_change(before, model.env, outer) and not model.repeat and model.inline_budget > 0:
+            # the back edge: what the body leaves is what the next iteration starts with. Walk
+            # the body once more from there (rules see the second iteration's values; training
+            # events and graph-freeing checks belong to the first pass)
+            model.inline_budget -= 1
+            saved_memo = model._memo
+            model._memo = {}
+            model.repeat = True
+            model.restore(dict(model.env))
+            model.enter_loop(node, outer)
+            try:
+                self._block(body)
+            finally:
+                model.exit_loop()
+                model.repeat = False
+                model._memo = saved_memo
+            ends.append(model.env)
+        # the body runs zero or more times: keep what all paths agree on
+        model.restore(Model.join(ends))
         if orelse is not None:
             self._block(orelse.body)
 
@@ -701,3 +730,20 @@ def _falls_off(fn: cst.FunctionDef) -> bool:
             continue
         stack.extend(n.children)
     return True
+
+
+def _shape(v: Any) -> Any:
+    return (v.kind, v.rg, v.leaf, v.alias_kind, v.made, v.src is None, v.view_of_leaf)
+
+
+def _carried_change(before: Dict[str, Value], after: Dict[str, Value], outer: Any) -> bool:
+    """Does the body leave a tensor (or array) bound before the loop in another state than the
+    one the loop started with (a leaf rebound to a computed value, a plain tensor to a graph
+    one)? Then the second iteration sees other facts than the first."""
+    for k in outer:
+        a, b = before.get(k), after.get(k)
+        if a is None or b is None or a is b:
+            continue
+        if (a.kind in ("tensor", "ndarray") or b.kind in ("tensor", "ndarray")) and _shape(a) != _shape(b):
+            return True
+    return False

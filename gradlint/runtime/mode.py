@@ -151,6 +151,22 @@ class _LeafCandidate:
         self.reached = False
 
 
+def _inputs_have_grads(y: Tensor, limit: int = 10_000) -> bool:
+    """Did a backward() already reach the leaves of ``y``'s graph (their ``.grad`` is set)?"""
+    stack = [y.grad_fn] if y.grad_fn is not None else []
+    seen = set()
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        var = getattr(node, "variable", None)
+        if var is not None and var.grad is not None:
+            return True
+        stack.extend(n for n, _ in node.next_functions)
+    return False
+
+
 _Pending = Tuple[str, str, int, str, Optional[Severity]]  # code, path, line, message, severity
 
 
@@ -435,6 +451,8 @@ class Monitor(TorchFunctionMode):
         path, line = where()
         if ("GL203", path, line) in self._found:
             return
+        if y is not None and _inputs_have_grads(y):
+            return  # a new leaf from a value whose inputs were back-propagated already (a step's update)
         old = self._leaves.pop((path, line), None)
         if old is not None:
             self._settle_leaf(old)
@@ -552,7 +570,9 @@ def _h_detach(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
     try:
         t = args[0]
         if t.grad_fn is not None:
-            m._aliases[out] = ("detach", weakref.ref(t), True)
+            # a copy of a value whose graph was back-propagated already (an updated value made a
+            # new leaf, step after step) is no cut: nothing upstream waits for its gradient
+            m._aliases[out] = ("detach", weakref.ref(t), not _inputs_have_grads(t, limit=2_000))
     except Exception:
         pass
     return out

@@ -1,0 +1,46 @@
+# Source: http://discuss.pytorch.org/t/in-place-operation-and-resnet/10724
+# Category: inplace-on-saved
+# Expect: ok
+"""Fixed twin: the residual sum is out of place, so the x that conv_1 saved stays intact
+(the thread's ResidualUnitB instead adds in place into the bn_1 output, which no backward needs)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+
+
+class ResidualUnitA(nn.Module):
+    def __init__(self):
+        super(ResidualUnitA, self).__init__()
+        self.conv_0 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn_0 = nn.BatchNorm2d(8)
+        self.conv_1 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn_1 = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        x = self.conv_0(x)
+        x = self.bn_0(x)
+        x = F.relu(x, inplace=True)
+
+        residual = self.conv_1(x)
+        residual = self.bn_1(residual)
+        x = x + residual
+        x = F.relu(x, inplace=True)
+        return x
+
+
+model = ResidualUnitA()
+criterion = nn.MSELoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+images = torch.randn(4, 3, 8, 8)
+target = torch.randn(4, 8, 8, 8)
+
+optimizer.zero_grad()
+out = model(images)
+loss = criterion(out, target)
+loss.backward()
+optimizer.step()
+assert all(p.grad is not None for p in model.parameters())
+print("trained one step, every parameter has a gradient")
