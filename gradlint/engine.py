@@ -248,7 +248,7 @@ def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any
                 code=rule.code,
                 name=rule.name,
                 severity=severity,
-                message=rule.message.format(**extra["args"]),
+                message=rule.message.format(**extra["args"]) + extra.get("note", ""),
                 hint=rule.hint,
                 fixable=fix is not None,
                 url=rule.url(),

@@ -120,6 +120,7 @@ class Rule:
         fix: Optional[Fix] = None,
         context: Optional[Tuple[Any, Tuple[str, ...]]] = None,
         related: Sequence[Tuple[Any, str]] = (),
+        note: str = "",
         **message_args: Any,
     ) -> None:
         """Record a finding at ``node`` (a libcst node). Positions are computed later, and only
@@ -142,9 +143,21 @@ class Rule:
                     "statement": statement,
                     "assumed": assumed,
                     "related": tuple(related),
+                    "note": note,
                 },
             )
         )
+
+    def report_value(self, node: Any, value: Any, **kw: Any) -> None:
+        """``report`` for a finding about ``value``: when the value comes over a loop's back edge
+        (the second iteration sees what the end of the first bound), the line to change is that
+        binding; the finding goes there, with ``node`` (the symptom) as a related location."""
+        cause = self.model.carried_cause(value)
+        if cause is None:
+            self.report(node, **kw)
+        else:
+            self.report(cause, context=(cause, ()), related=[(node, "where the next iteration fails")],
+                        note=" (on the next iteration, at the related location: the value bound here arrives there)", **kw)
 
     # -- metadata helpers -------------------------------------------------------------------
     @classmethod

@@ -96,7 +96,7 @@ class InplaceOnLeaf(Rule):
         else:
             return
         fix = _no_grad_fix(model, node) if what == "a leaf tensor" else None
-        self.report(node, op=op, target=shown or _name(receiver), what=what, fix=fix)
+        self.report_value(node, v, op=op, target=shown or _name(receiver), what=what, fix=fix)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -51,7 +51,7 @@ class RequiresGradOnNonLeaf(Rule):
     def _check(self, node: cst.CSTNode, receiver: cst.BaseExpression, how: str) -> None:
         v = self.model.value_of(receiver)
         if v.kind == "tensor" and v.rg is True and v.leaf is False and not v.probable:
-            self.report(node, how=how)
+            self.report_value(node, v, how=how)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:

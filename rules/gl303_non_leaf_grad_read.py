@@ -52,4 +52,4 @@ class NonLeafGradRead(Rule):
             return  # GL301 explains the cause at the conversion
         if any(c.kind == "rebound" and c.in_loop for c in value.cuts):
             return  # GL304 reports the cause: the parameter rebound by a manual update in a loop
-        self.report(node)
+        self.report_value(node, value)

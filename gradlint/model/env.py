@@ -32,6 +32,7 @@ class EnvMixin:
         if ("." in key or "[" in key) and key not in env:
             self._dotted_keys += 1
         env[key] = value
+        self.bound_stmt[key] = self.current_statement
         loop = self.own_loop()
         if loop is not None:
             loop.products.setdefault(id(self.current_statement), set()).add(value.id)

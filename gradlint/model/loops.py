@@ -39,6 +39,13 @@ class LoopMixin:
         self.loops.append(Loop(node, outer, next_id(), len(self.inline_stack)))
         self.loop_depth += 1
 
+    def carried_cause(self, value: Any) -> Any:
+        """In a loop's second pass: the statement that bound ``value`` at the end of the first
+        iteration (the back edge brought it here), or None."""
+        if not self.repeat or value is None:
+            return None
+        return self.carried.get(getattr(value, "id", None))
+
     def own_loop(self) -> Optional[Loop]:
         """The innermost loop, when it belongs to the function being walked (not to a caller)."""
         if self.loops and self.loops[-1].level == len(self.inline_stack):

@@ -113,6 +113,10 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         # walking a loop body a second time (the second iteration): training events are not
         # logged again, and rules that judge graph freeing leave it to the first pass
         self.repeat = False
+        # during that walk: id of a value the back edge carried -> the statement that bound it;
+        # key -> the statement that last bound it
+        self.carried: Dict[int, Any] = {}
+        self.bound_stmt: Dict[str, Any] = {}
         self.last_read_tick: Dict[str, int] = {}
         self.param_owner: Dict[int, str] = {}
         self._emit = emit

@@ -496,6 +496,9 @@ class Walker:
             saved_memo = model._memo
             model._memo = {}
             model.repeat = True
+            saved_carried = model.carried
+            model.carried = {v.id: model.bound_stmt.get(k) for k, v in model.env.items()
+                             if k in outer and before.get(k) is not v and model.bound_stmt.get(k) is not None}
             model.restore(dict(model.env))
             model.enter_loop(node, outer)
             try:
@@ -503,6 +506,7 @@ class Walker:
             finally:
                 model.exit_loop()
                 model.repeat = False
+                model.carried = saved_carried
                 model._memo = saved_memo
             ends.append(model.env)
         # the body runs zero or more times: keep what all paths agree on
