@@ -12,6 +12,10 @@ class BackwardWithoutGraph(Rule):
     a graph: entirely under `torch.no_grad()` or `torch.inference_mode()` (or in a function
     decorated with them), or only from detached tensors.
 
+    Where it is reported: at the line where the graph was lost (the computation under
+    `no_grad`/`inference_mode`, the `.detach()`, an `argmax`/`max` index taken from a graph
+    value), with the `backward()` that raises as a related location.
+
     ## Why is this bad
     torch raises at `backward()`: `RuntimeError: element 0 of tensors does not require grad and
     does not have a grad_fn`. The forward pass recorded nothing to differentiate.
@@ -46,4 +50,10 @@ class BackwardWithoutGraph(Rule):
 
     def on_backward(self, node: Any, value: Any) -> None:
         if value.kind == "tensor" and value.rg is False and value.made == "computed" and not value.cuts:
-            self.report(node)
+            cause = value.made_node
+            if cause is not None and cause is not self.model.current_statement:
+                # at the line where the graph was lost (computed under no_grad, through argmax, ...)
+                self.report(cause, context=(cause, ()), note=" (the graph is lost here)",
+                            related=[(node, "the backward() that raises")])
+            else:
+                self.report(node)

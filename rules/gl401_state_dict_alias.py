@@ -139,14 +139,16 @@ class StateDictAlias(Rule):
         loops = tuple(l.node for l in model.loops)
         function = model.function_stack[-1] if model.function_stack else None
         key = dotted(node.targets[0].target)
-        self._pending.append((node, model.here(), expr, fix, seq, loops, function, key))
+        snapshot = model.value_of(node.value)
+        self._pending.append((node, model.here(), expr, fix, seq, loops, function, key, snapshot.id,
+                              model.frames[-1]))
 
     def on_finish(self) -> None:
         if not self.model.imports_torch():
             return  # another framework's .step()/.state_dict()
         model = self.model
         steps = [e for e in model.events if e.kind == "step"]
-        for node, context, expr, fix, seq, loops, function, key in self._pending:
+        for node, context, expr, fix, seq, loops, function, key, vid, frame in self._pending:
             # a step later in the same function, or in a loop around the snapshot ...
             later = [e for e in steps if (e.seq >= seq and e.function is function) or set(e.loops) & set(loops)]
             if not later:
@@ -154,9 +156,15 @@ class StateDictAlias(Rule):
             # ... and the snapshot is used after such a step (restored, saved, compared); a step
             # earlier in the loop body runs after the snapshot only on the next iteration, so
             # only a read after the loop counts for it
-            last_read = model.last_read.get(key, -1) if key is not None else len(model.events)
-            read_tick = model.last_read_tick.get(key, -1) if key is not None else 1 << 30
-            if not any(last_read > e.seq if e.seq >= seq else read_tick > _exit_seq(model, e, loops)
+            # (reads of this very object, or of its name in the same walk of the same function)
+            if key is None:
+                last_read, read_tick = 1 << 30, 1 << 30
+            else:
+                a, b = model.value_reads.get(vid, (-1, -1)), model.frame_reads.get((frame, key), (-1, -1))
+                last_read, read_tick = max(a[0], b[0]), max(a[1], b[1])
+            if not any(last_read > e.seq if e.seq >= seq else (read_tick > _exit_seq(model, e, loops)
+                                                                  or vid in model.carried_reads
+                                                                  or _read_next_time(model, e, loops, key))
                        for e in later):
                 continue
             self.report(node, context=context, expr=expr, fix=fix)
@@ -166,3 +174,10 @@ def _exit_seq(model: Any, step: Any, loops: Tuple[Any, ...]) -> int:
     """The statement count when the innermost loop around both the step and the snapshot ended."""
     shared = [loop for loop in step.loops if loop in loops]
     return model.loop_exit_seq.get(id(shared[-1]), 1 << 30) if shared else 1 << 30
+
+
+def _read_next_time(model: Any, step: Any, loops: Tuple[Any, ...], key: Optional[str]) -> bool:
+    """Does the body of the loop around both read ``key`` before rebinding it (so the next
+    iteration reads the snapshot the previous one took)?"""
+    shared = [loop for loop in step.loops if loop in loops]
+    return bool(shared) and key in model.loop_first_reads.get(id(shared[-1]), ())

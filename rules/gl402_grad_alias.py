@@ -58,7 +58,7 @@ class GradAlias(Rule):
             return
         function = model.function_stack[-1] if model.function_stack else None
         loop = model.loops[-1].node if model.loops else None
-        self._holds.append((node, model.here(), key, len(model.events), function, loop, v.alias_of))
+        self._holds.append((node, model.here(), key, len(model.events), function, loop, v.alias_of, v.id))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1:
@@ -72,7 +72,8 @@ class GradAlias(Rule):
     def on_finish(self) -> None:
         model = self.model
         events = model.events
-        for node, context, key, seq, function, loop, owner in self._holds:
+        for node, context, key, seq, function, loop, owner, vid in self._holds:
+            last_read = model.value_reads.get(vid, (-1, -1))[0]  # reads of the kept tensor itself
             same = [e for e in events if e.function is function]
             after = [e for e in same if e.seq >= seq]
             if loop is not None:  # the next iteration runs the loop's earlier events again
@@ -84,7 +85,7 @@ class GradAlias(Rule):
                 if e.kind == "backward" and _misses(e.value, owner):
                     continue  # this backward() does not reach the tensor whose .grad is kept
                 if e.kind in ("zero_grad_keep", "backward"):
-                    if model.last_read.get(key, -1) > e.seq or (loop is not None and e.seq < seq):
+                    if last_read > e.seq or (loop is not None and e.seq < seq):
                         how = {"zero_grad_keep": "it is zeroed in place (`zero_grad(set_to_none=False)` / `.grad.zero_()`)",
                                "backward": "a later backward() adds to it"}[e.kind]
                     break

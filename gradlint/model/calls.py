@@ -249,7 +249,12 @@ class CallMixin:
                                      node, op=last, taint=taint)
             return UNKNOWN_VALUE
         if q in api.NONDIFF_FUNCS:
-            return plain_tensor() if any(a.kind == TENSOR for a in args) else UNKNOWN_VALUE
+            if not any(a.kind == TENSOR for a in args):
+                return UNKNOWN_VALUE
+            out = plain_tensor()
+            if any(a.kind == TENSOR and a.rg is True for a in args) and self.grad_enabled is True:
+                out.made, out.made_node = "computed", self.current_statement  # argmax of a graph value
+            return out
         if q in api.PARAMLESS_MODULES:
             inplace = const_bool(kwvalue(node, "inplace")) is True
             return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace,
@@ -348,10 +353,13 @@ class CallMixin:
             if attr == "requires_grad_":
                 flag = const_bool(positional(node)[0]) if positional(node) else True
                 key = dotted(node.func.value)  # type: ignore[attr-defined]
-                if flag is not True and key is not None:
-                    self.frozen_keys.add(key)  # frozen: calling it is differentiable in its inputs only
+                if flag is not True:
+                    # frozen: calling it is differentiable in its inputs only; its weights are no
+                    # trainable leaves (`nn.Conv2d(...).requires_grad_(False)` too)
                     frozen = Value(MODULE, params=False if flag is False else None, node=receiver.node)
-                    self.bind_key(key, frozen)
+                    if key is not None:
+                        self.frozen_keys.add(key)
+                        self.bind_key(key, frozen)
                     return frozen
                 return receiver
             if attr in ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type"):
@@ -377,6 +385,8 @@ class CallMixin:
                 out = plain_tensor(cuts=receiver.cuts, src=src,
                                    alias_of=receiver if attr == "detach" else None,
                                    alias_kind="detach" if attr == "detach" else None)
+                if src is not None:
+                    out.made_node = self.current_statement  # where the graph is cut
                 key = dotted(node.func.value) if attr == "detach_" else None  # type: ignore[attr-defined]
                 if key is not None:
                     self.bind_key(key, out)
@@ -430,7 +440,9 @@ class CallMixin:
                 # may return self (same device/dtype): leaf-ness unknown
                 return Value(TENSOR, rg=True, leaf=None, deps=v.deps, cuts=v.cuts)
             if receiver.rg is False:
-                return plain_tensor(cuts=receiver.cuts, src=receiver.src)
+                out = plain_tensor(cuts=receiver.cuts, src=receiver.src)
+                out.made, out.made_node = receiver.made, receiver.made_node  # .float() of a computed value
+                return out
             return v
         if attr in api.VIEW_METHODS:
             out = self._derived(receiver, args, node, view=True)
@@ -445,7 +457,10 @@ class CallMixin:
         if attr in ("max", "min", "median") and not node.args:
             return self._derived(receiver, [], node)
         if attr in api.NONDIFF_METHODS:
-            return plain_tensor()
+            out = plain_tensor()
+            if receiver.rg is True and self.grad_enabled is True:
+                out.made, out.made_node = "computed", self.current_statement  # `logits.argmax(1)`: no graph
+            return out
         if attr == "retain_grad":
             self.retained.add(receiver.id)
         self._escape([receiver])  # retain_grad(), register_hook(), ...

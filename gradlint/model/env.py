@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.model.names import dotted
 from gradlint.model.values import (
-    CLASS, FUNCTION, MODULE, NDARRAY, TENSOR, TUPLE, UNKNOWN_VALUE, Value,
+    CLASS, CONST, FUNCTION, INSTANCE, MODULE, NDARRAY, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value,
 )
 
 
@@ -77,10 +77,25 @@ class EnvMixin:
             return envs[0]
         first, rest = envs[0], envs[1:]
         out: Env = {}
-        for k, v in first.items():
-            if all(e.get(k) is v for e in rest):
+        keys = list(first)
+        for e in rest:
+            keys.extend(k for k in e if k not in first)
+        for k in keys:
+            v = first.get(k)
+            if v is not None and all(e.get(k) is v for e in rest):
                 out[k] = v
-            elif v.kind == TUPLE and v.made == "list" or v.items == () and v.kind == TUPLE:
+                continue
+            vals = [v] + [e.get(k) for e in rest]
+            kept = [x for x in vals if x is not None and x.kind != CONST]
+            if kept and all(x is kept[0] for x in kept) and kept[0].kind in (UNKNOWN, MODULE, OPTIMIZER, INSTANCE):
+                # `best = None` before the loop, `best = model.state_dict()` in it: after the loop
+                # the name holds that object or None (for what is no tensor, the object is kept)
+                out[k] = kept[0]
+            elif kept and all(x.kind == UNKNOWN for x in kept):
+                # one of several opaque objects (a snapshot on one path, a copy on another): still
+                # unknown, but a read of it reads each of them
+                out[k] = Value(UNKNOWN, items=tuple(kept))
+            if v is not None and v.kind == TUPLE and (v.made == "list" or v.items == ()):
                 # a list that some path appended to: it may hold any of the elements (by position,
                 # nothing is known)
                 others = [e.get(k) for e in rest]

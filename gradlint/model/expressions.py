@@ -29,6 +29,7 @@ class ExpressionMixin:
                 return CONST_VALUE
             self.last_read[node.value] = len(self.events)
             self.last_read_tick[node.value] = self.tick
+            self.frame_reads[(self.frames[-1], node.value)] = (len(self.events), self.tick)
             loop = self.own_loop()
             if loop is not None:
                 if node.value in loop.outer and node.value not in loop.first_use:
@@ -37,6 +38,7 @@ class ExpressionMixin:
             if v is None:
                 return self.definitions.get(node.value, UNKNOWN_VALUE) if self.scope_kind != "module" else UNKNOWN_VALUE
             self.reads[v.id] = self.reads.get(v.id, 0) + 1
+            self.read_value(v)
             return v
         if t is cst.Attribute:
             return self._eval_attribute(node)
@@ -97,6 +99,16 @@ class ExpressionMixin:
             return Value(FUNCTION, node=node)
         return UNKNOWN_VALUE
 
+    def read_value(self, v: Value) -> Value:
+        """Note that the object ``v`` was read now (by any name that holds it)."""
+        self.value_reads[v.id] = (len(self.events), self.tick)
+        if v.kind == UNKNOWN and v.items:
+            for i in v.items:
+                self.read_value(i)
+        if self.repeat and v.id in self.carried:
+            self.carried_reads.add(v.id)  # read on the next iteration, after that iteration's steps
+        return v
+
     def _eval_comp(self, node: Any) -> Value:
         """A comprehension: its element's value, evaluated in the comprehension's own scope
         (the walker later visits the same nodes and finds their values memoised)."""
@@ -120,8 +132,9 @@ class ExpressionMixin:
         if key is not None:
             self.last_read[key] = len(self.events)
             self.last_read_tick[key] = self.tick
+            self.frame_reads[(self.frames[-1], key)] = (len(self.events), self.tick)
             if key in self.env:
-                return self.env[key]
+                return self.read_value(self.env[key])
             if self.class_attrs and key in self.class_attrs[-1]:
                 return self.class_attrs[-1][key]
         base = self.value_of(node.value)
@@ -147,7 +160,8 @@ class ExpressionMixin:
         if key is not None and key in self.env:
             self.last_read[key] = len(self.events)
             self.last_read_tick[key] = self.tick
-            return self.env[key]
+            self.frame_reads[(self.frames[-1], key)] = (len(self.events), self.tick)
+            return self.read_value(self.env[key])
         base = self.value_of(node.value)
         for el in node.slice:
             if isinstance(el.slice, cst.Index):
@@ -205,6 +219,10 @@ class ExpressionMixin:
                 o.kind == TENSOR and (o.rg or o.src is not None or o.made == "computed")
                 for o in [base] + others)):
             out.made = "computed"  # no graph recorded, though it was computed from graph values
+            # where the graph was lost: an operand's own loss point, or here
+            out.made_node = next((o.made_node for o in [base] + others if o.kind == TENSOR
+                                  and (o.made == "computed" or o.src is not None) and o.made_node is not None),
+                                 self.current_statement)
         return out
 
     def _record_saves(self, op: str, out: Value, base: Value, others: List[Value], node: Any) -> None:

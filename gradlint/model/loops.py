@@ -57,6 +57,9 @@ class LoopMixin:
         self.loop_depth -= 1
         self.tick += 1
         self.loop_exit_seq[id(loop.node)] = self.tick
+        # names the body reads before rebinding them: the next iteration reads the last one's
+        self.loop_first_reads.setdefault(id(loop.node), set()).update(
+            k for k, st in loop.first_use.items() if st is not None)
         if loop.before:
             # the pre-loop graph reaches the next iteration only through names bound before the
             # loop that still hold it at the end of the body (not rebound, not refreshed)

@@ -74,7 +74,7 @@ class ObjectMixin:
             return out
         if grad is False:
             out = plain_tensor(cuts=cuts)
-            out.made = "computed"
+            out.made, out.made_node = "computed", self.current_statement
             return out
         return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
 
@@ -83,6 +83,8 @@ class ObjectMixin:
         code froze it), ``model.fc`` of a module or instance of a class of this file."""
         if isinstance(base.node, str) and base.node in self.classes:
             return self._class_attribute(base.node, "self." + attr)
+        if base.kind == MODULE and base.params is False and attr in _PARAM_ATTRS:
+            return Value(TENSOR, rg=False, leaf=True, is_param=True)  # a frozen layer's weight
         if (base.kind == MODULE and base.params is True and attr in _PARAM_ATTRS
                 and isinstance(base.node, str) and base.node.startswith("torch.nn.")):
             if key is not None and self.frozen(key):

@@ -118,6 +118,16 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.carried: Dict[int, Any] = {}
         self.bound_stmt: Dict[str, Any] = {}
         self.last_read_tick: Dict[str, int] = {}
+        # value id -> (events logged, statement count) at the last read of that very object
+        self.value_reads: Dict[int, Tuple[int, int]] = {}
+        # one id per walk of a function body (its definition, each call walked) and the module:
+        # (frame, name) -> (events logged, statement count) at the last read of the name there
+        self.frames: List[int] = [0]
+        self.frame_count = 0
+        self.frame_reads: Dict[Tuple[int, str], Tuple[int, int]] = {}
+        # ids of values carried over a loop's back edge that the second pass read
+        self.carried_reads: set = set()
+        self.loop_first_reads: Dict[int, set] = {}
         self.param_owner: Dict[int, str] = {}
         self._emit = emit
         self._dotted_keys = 0

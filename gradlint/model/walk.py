@@ -179,11 +179,14 @@ class Walker:
         model.inline_stack.append(fn)
         model.function_stack.append(fn)
         model.returns.append([])
+        model.frame_count += 1
+        model.frames.append(model.frame_count)
         pushed = model.enter_class_of(fn)
         try:
             self._block(fn.body)
             end = model.env
         finally:
+            model.frames.pop()
             model.leave_class_of(pushed)
             returned = model.returns.pop()
             model.function_stack.pop()
@@ -336,11 +339,14 @@ class Walker:
             self._bind_self(node, cls)
         model.function_stack.append(node)
         model.returns.append([])
+        model.frame_count += 1
+        model.frames.append(model.frame_count)
         try:
             self._block(node.body)
             if cls is not None and model.class_attrs and model.class_stack and model.class_stack[-1] is cls:
                 _harvest(node, model.env, model.class_attrs[-1])
         finally:
+            model.frames.pop()
             model.function_stack.pop()
             returned = model.returns.pop()
             model.restore(saved_env)
