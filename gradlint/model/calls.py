@@ -216,6 +216,11 @@ class CallMixin:
         return UNKNOWN_VALUE
 
     def _call_qualified(self, q: str, node: cst.Call, args: List[Value]) -> Value:
+        if q in api.CLIP_GRAD:
+            # gradient clipping: a training event (it must sit between backward() and step())
+            self.log("clip", dotted(node.args[0].value) if node.args else None, node)
+            self._escape(args)
+            return UNKNOWN_VALUE
         if q in api.FACTORIES or q in api.REBUILDERS:
             return self._factory(q, node, args)
         if q in api.PARAMETER:

@@ -15,7 +15,7 @@ from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value
 
 class Event:
     """One training-step call, in walk order: kind is 'backward', 'step', 'zero_grad', 'grad_set'
-    (``p.grad = g``: gradients given by hand),
+    (``p.grad = g``: gradients given by hand), 'clip' (``clip_grad_norm_``),
     'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
 
     __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function", "exits", "value", "starts")

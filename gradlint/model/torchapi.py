@@ -162,3 +162,8 @@ TENSOR_OPERANDS = frozenset(
     gaussian_nll_loss masked_fill masked_scatter index_add index_copy scatter scatter_add
     index_put""".split()
 )
+
+# Gradient clipping (reads and rescales .grad in place).
+CLIP_GRAD = frozenset(
+    "torch.nn.utils." + n for n in "clip_grad_norm_ clip_grad_value_ clip_grad_norm clip_grad_value".split()
+) | frozenset("torch.nn.utils.clip_grad." + n for n in "clip_grad_norm_ clip_grad_value_".split())
