@@ -33,3 +33,12 @@ def test_every_bug_has_a_fixed_twin_and_a_known_shape():
         if c.kind == "bug":
             assert c.name + "_fixed" in names, f"{c.name} has no fixed twin"
         assert c.category and c.sources, c.name
+
+
+def test_sources_list_is_current():
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "bench.realbugs", "--sources"], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout
+    with open(os.path.join(REPO, "bench", "realbugs", "SOURCES.md"), encoding="utf-8") as fh:
+        assert out in fh.read(), "run: python -m bench.realbugs --sources (and update bench/realbugs/SOURCES.md)"

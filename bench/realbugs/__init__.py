@@ -44,6 +44,12 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "function-mutates-grad-output": "GL701",
     "function-mutates-input": "GL702",
     "inference-tensor": "GL703",
+    "nondifferentiable-op": "GL305",
+    "clip-before-backward": "GL605",
+    "clip-after-step": "GL605",
+    "grad-mode-leak": "GL306",
+    "function-backward-arity": "GL704",
+    "non-full-backward-hook": "GL705",
 }
 
 _HEADER = re.compile(r"^#\s*(Source|Category|Expect)\s*:\s*(.*?)\s*$")
