@@ -77,6 +77,8 @@ class CallMixin:
                          node=callee.node.name.value if callee.node is not None else None)
         if isinstance(func, cst.Name):
             name = func.value
+            if name in ("zero_grad", "zero_grads") and callee.kind == UNKNOWN:
+                self.log("zero_grad", None, node)  # an imported helper that clears gradients
             if name in ("list", "tuple") and arg_values and arg_values[0].kind in (PARAMS, NAMED_PARAMS):
                 return arg_values[0]
             if name in ("float", "int") and arg_values and arg_values[0].kind == TENSOR:
@@ -141,6 +143,11 @@ class CallMixin:
         params = fn.params
         positional = list(getattr(params, "posonly_params", ())) + list(params.params)
         env: Env = {}
+        decorators = {(dotted(d.decorator) or "").rsplit(".", 1)[-1] for d in getattr(fn, "decorators", ())}
+        if receiver is not None and "staticmethod" in decorators:
+            receiver = None  # self.helper(x) of a @staticmethod: x is its first parameter
+        elif receiver is not None and "classmethod" in decorators:
+            receiver = UNKNOWN_VALUE  # cls
         if receiver is not None:
             if not positional:
                 return None
@@ -371,6 +378,10 @@ class CallMixin:
                 return receiver
             if attr == "forward":
                 return self._call_module(receiver, args, node)
+            self._escape(args)  # a method the model does not follow: its arguments escape
+            return UNKNOWN_VALUE
+        if kind == INSTANCE:
+            self._escape(args)
             return UNKNOWN_VALUE
         if attr == "requires_grad_":
             pos = positional(node)

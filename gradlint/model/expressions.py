@@ -101,6 +101,8 @@ class ExpressionMixin:
 
     def read_value(self, v: Value) -> Value:
         """Note that the object ``v`` was read now (by any name that holds it)."""
+        if v is UNKNOWN_VALUE or v is CONST_VALUE:
+            return v  # shared by every unknown value: its reads say nothing
         self.value_reads[v.id] = (len(self.events), self.tick)
         if v.kind == UNKNOWN and v.items:
             for i in v.items:

@@ -120,6 +120,9 @@ class StatementMixin:
             return
         cur = self.value_of(receiver)
         flag = const_bool(flag_node)
+        if flag is not True and cur.kind == TENSOR and cur.is_param and "." in key:
+            # `self.emb.weight.requires_grad = False`: that parameter stays frozen in every method
+            self.frozen_keys.add(key)
         new = self._requires_grad(cur, flag, stmt)
         if new is not None:
             self.bind_key(key, new)

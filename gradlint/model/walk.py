@@ -19,7 +19,7 @@ from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
 from gradlint.model.objects import ClassInfo, harvest as _harvest
 from gradlint.model.state import Model, element_of
-from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, UNKNOWN_VALUE, Value, join_values
+from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN_VALUE, Value, join_values
 
 _SKIP_FIELD_PARTS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "lbracket",
                      "rbracket", "lbrace", "rbrace", "leading_lines", "lines_after_decorators",
@@ -459,6 +459,10 @@ class Walker:
         ends: List[Any] = []
         model.conditions.append(node.test)
         first_event = len(model.events)
+        not_in_body, not_in_else = self._type_guards(node.test)
+        for key in not_in_body:  # `if not torch.is_tensor(x): x = torch.tensor(x)`: no tensor here
+            if model.env.get(key) is not None and model.env[key].kind == TENSOR:
+                model.bind_key(key, UNKNOWN_VALUE)
         try:
             terminated = self._block(node.body)
         finally:
@@ -469,6 +473,9 @@ class Walker:
         else:
             ends.append(model.env)
         model.restore(dict(before))
+        for key in not_in_else:
+            if model.env.get(key) is not None and model.env[key].kind == TENSOR:
+                model.bind_key(key, UNKNOWN_VALUE)
         orelse = node.orelse
         if orelse is None:
             ends.append(model.env)
@@ -483,6 +490,35 @@ class Walker:
                     ends.append(model.env)
             model.current_statement = prev
         model.restore(Model.join(ends) if ends else before)
+
+    def _type_guards(self, test: Any) -> Tuple[List[str], List[str]]:
+        """Names an ``if`` test proves are no tensors: in its body (``not torch.is_tensor(x)``,
+        ``isinstance(x, np.ndarray)``) and in its ``else`` (``torch.is_tensor(x)``,
+        ``isinstance(x, torch.Tensor)``)."""
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        call = test.expression if negated else test
+        if not isinstance(call, cst.Call) or not call.args:
+            return [], []
+        key = dotted(call.args[0].value)
+        if key is None:
+            return [], []
+        q = self.model.qualname(call.func)
+        is_tensor_test: Optional[bool] = None
+        if q == "torch.is_tensor":
+            is_tensor_test = True
+        elif isinstance(call.func, cst.Name) and call.func.value == "isinstance" and len(call.args) == 2:
+            types = call.args[1].value
+            names = [el.value for el in types.elements] if isinstance(types, cst.Tuple) else [types]
+            quals = [self.model.qualname(t) or dotted(t) or "" for t in names]
+            if all(x == "torch.Tensor" or x.endswith("Parameter") for x in quals):
+                is_tensor_test = True
+            elif not any("Tensor" in x or "Parameter" in x for x in quals):
+                is_tensor_test = False  # isinstance(x, (np.ndarray, list)): x is no tensor when true
+        if is_tensor_test is None:
+            return [], []
+        if is_tensor_test:  # true: a tensor; false: not one
+            return ([key], []) if negated else ([], [key])
+        return ([], []) if negated else ([key], [])
 
     def _loop_body(self, body: Any, orelse: Any, node: Any, outer: Any = None) -> None:
         model = self.model
