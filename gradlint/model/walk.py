@@ -460,6 +460,7 @@ class Walker:
         model.conditions.append(node.test)
         first_event = len(model.events)
         not_in_body, not_in_else = self._type_guards(node.test)
+        grad_before = (model.grad_enabled, model.grad_assumed)
         for key in not_in_body:  # `if not torch.is_tensor(x): x = torch.tensor(x)`: no tensor here
             if model.env.get(key) is not None and model.env[key].kind == TENSOR:
                 model.bind_key(key, UNKNOWN_VALUE)
@@ -470,8 +471,11 @@ class Walker:
         if terminated:
             for e in model.events[first_event:]:
                 e.exits = True  # `opt.zero_grad(); continue`: nothing after the `if` follows it
+            grad_after_body = None  # that path does not reach the code after the `if`
         else:
             ends.append(model.env)
+            grad_after_body = (model.grad_enabled, model.grad_assumed)
+        model.grad_enabled, model.grad_assumed = grad_before
         model.restore(dict(before))
         for key in not_in_else:
             if model.env.get(key) is not None and model.env[key].kind == TENSOR:
@@ -489,6 +493,9 @@ class Walker:
                 if not self._block(orelse.body):
                     ends.append(model.env)
             model.current_statement = prev
+        if grad_after_body is not None and grad_after_body[0] != model.grad_enabled:
+            # set_grad_enabled() on one path only: the mode after the `if` is not known
+            model.grad_enabled, model.grad_assumed = None, False
         model.restore(Model.join(ends) if ends else before)
 
     def _type_guards(self, test: Any) -> Tuple[List[str], List[str]]:
@@ -749,7 +756,7 @@ def _terminates(stmts: Any) -> bool:
     last = stmts[-1]
     if isinstance(last, cst.SimpleStatementLine) and last.body:
         return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
-    return False
+    return isinstance(last, (cst.Return, cst.Raise, cst.Break, cst.Continue))  # `if x: a(); continue`
 
 
 def _is_generator(fn: cst.FunctionDef) -> bool:
