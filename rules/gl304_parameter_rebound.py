@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, List, Optional
 
 import libcst as cst
 
@@ -61,6 +61,10 @@ class ParameterRebound(Rule):
     message = "`{name} = ... {name}.grad ...` rebinds the leaf `{name}` to a new tensor: {effect}"
     hint = "update in place under `with torch.no_grad(): {name} -= lr * {name}.grad`"
 
+    def __init__(self, model: Any, sink: Any) -> None:
+        super().__init__(model, sink)
+        self._pending: List[Any] = []
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1:
             return
@@ -79,7 +83,11 @@ class ParameterRebound(Rule):
             effect = "it no longer requires grad, so the next backward() raises RuntimeError"
         else:
             return
-        self.report(
-            node, name=key, effect=effect,
-            severity=None if model.loop_depth > 0 else Severity.WARNING,
-        )
+        self._pending.append((node, model.here(), dict(
+            name=key, effect=effect, severity=None if model.loop_depth > 0 else Severity.WARNING)))
+
+    def on_finish(self) -> None:
+        for node, context, args in self._pending:
+            if id(node) in self.model.releafed:
+                continue  # `w.requires_grad_()` right after: a new leaf on purpose, each step
+            self.report(node, context=context, **args)

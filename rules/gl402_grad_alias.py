@@ -58,7 +58,8 @@ class GradAlias(Rule):
             return
         function = model.function_stack[-1] if model.function_stack else None
         loop = model.loops[-1].node if model.loops else None
-        self._holds.append((node, model.here(), key, len(model.events), function, loop, v.alias_of, v.id))
+        start = model.loops[-1].start_id if model.loops else 0
+        self._holds.append((node, model.here(), key, len(model.events), function, loop, v.alias_of, v.id, start))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1:
@@ -72,7 +73,7 @@ class GradAlias(Rule):
     def on_finish(self) -> None:
         model = self.model
         events = model.events
-        for node, context, key, seq, function, loop, owner, vid in self._holds:
+        for node, context, key, seq, function, loop, owner, vid, start in self._holds:
             last_read = model.value_reads.get(vid, (-1, -1))[0]  # reads of the kept tensor itself
             same = [e for e in events if e.function is function]
             after = [e for e in same if e.seq >= seq]
@@ -84,6 +85,9 @@ class GradAlias(Rule):
                     break  # .grad becomes None: the next backward() makes a new tensor
                 if e.kind == "backward" and _misses(e.value, owner):
                     continue  # this backward() does not reach the tensor whose .grad is kept
+                if (e.kind == "backward" and loop is not None and e.seq < seq and owner is not None
+                        and owner.id >= start and not owner.is_param):
+                    continue  # the next iteration's backward() reaches a new leaf, made in the loop
                 if e.kind in ("zero_grad_keep", "backward"):
                     if last_read > e.seq or (loop is not None and e.seq < seq):
                         how = {"zero_grad_keep": "it is zeroed in place (`zero_grad(set_to_none=False)` / `.grad.zero_()`)",

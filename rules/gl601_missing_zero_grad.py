@@ -110,5 +110,12 @@ def _fresh_each_iteration(step: Any, loop: Any) -> bool:
     if opt is None or opt.kind != "optimizer" or loop not in step.loops:
         return False
     start = step.starts[step.loops.index(loop)]
-    params = [p for p in opt.items if p.kind == "tensor"]
-    return opt.id >= start and bool(params) and len(params) == len(opt.items) and all(p.id >= start for p in params)
+    if opt.id < start or not opt.items:
+        return False
+    for p in opt.items:
+        if p.kind in ("params", "named_params"):  # model.parameters() of a model made in the loop
+            if p.alias_of is None or p.alias_of.kind != "module" or p.alias_of.id < start:
+                return False
+        elif p.kind != "tensor" or p.id < start:
+            return False
+    return True

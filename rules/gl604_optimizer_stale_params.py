@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import libcst as cst
 
@@ -44,6 +44,8 @@ class OptimizerStaleParams(Rule):
     def __init__(self, model: Any, sink: Any) -> None:
         super().__init__(model, sink)
         self._owners: Dict[str, Any] = {}  # module key -> function where its optimizer was built
+        self._builds: List[Any] = []  # (module key, function, statement count) of each optimizer built
+        self._pending: List[Any] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         model = self.model
@@ -51,6 +53,7 @@ class OptimizerStaleParams(Rule):
         value = model.value_of(node.value)
         if value.kind == "optimizer" and isinstance(value.node, str):
             self._owners[value.node] = function
+            self._builds.append((value.node, function, model.tick))
             return
         for t in node.targets:
             target = t.target
@@ -63,4 +66,11 @@ class OptimizerStaleParams(Rule):
                 value.kind == "tensor" and value.is_param
             )
             if new_params:
-                self.report(node, target=dotted(target) or owner, owner=owner)
+                self._pending.append((node, model.here(), dict(target=dotted(target) or owner, owner=owner),
+                                      owner, function, model.tick))
+
+    def on_finish(self) -> None:
+        for node, context, args, owner, function, tick in self._pending:
+            if any(o == owner and f is function and t > tick for o, f, t in self._builds):
+                continue  # the optimizer is built again after the replacement
+            self.report(node, context=context, **args)

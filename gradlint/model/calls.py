@@ -346,7 +346,8 @@ class CallMixin:
         if attr in ("parameters", "named_parameters"):
             key = dotted(node.func.value)  # type: ignore[attr-defined]
             frozen = (key is not None and self.frozen(key)) or (kind == MODULE and receiver.params is False)
-            return Value(PARAMS if attr == "parameters" else NAMED_PARAMS, node=key, params=False if frozen else None)
+            return Value(PARAMS if attr == "parameters" else NAMED_PARAMS, node=key, params=False if frozen else None,
+                         alias_of=receiver)  # (the parameters of that module)
         if attr == "backward":
             key = dotted(node.func.value)  # type: ignore[attr-defined]
             if kind == UNKNOWN and args and node.args[0].keyword is None:

@@ -128,6 +128,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         # ids of values carried over a loop's back edge that the second pass read
         self.carried_reads: set = set()
         self.loop_first_reads: Dict[int, set] = {}
+        # ids of manual-update statements (`w = w - lr * w.grad`) whose result was made a leaf again
+        self.releafed: set = set()
         self.param_owner: Dict[int, str] = {}
         self._emit = emit
         self._dotted_keys = 0

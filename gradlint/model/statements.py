@@ -129,6 +129,10 @@ class StatementMixin:
 
     def _requires_grad(self, cur: Value, flag: Optional[bool], node: Any) -> Optional[Value]:
         """The value of ``cur`` after ``requires_grad_(flag)`` / ``.requires_grad = flag``."""
+        if flag is True:
+            for c in cur.cuts:
+                if c.kind == "rebound":
+                    self.releafed.add(id(c.node))  # `w = w - lr * w.grad` then `w.requires_grad_()`
         owner = self.param_owner.get(cur.id)
         if owner is not None and flag is not True:
             self.frozen_keys.add(owner)  # `for p in model.backbone.parameters(): p.requires_grad = False`
