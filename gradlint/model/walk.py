@@ -14,12 +14,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import dotted
+from gradlint.model.names import called_names, dotted
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
 from gradlint.model.objects import ClassInfo, harvest as _harvest
 from gradlint.model.state import Model, element_of
-from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN_VALUE, Value, join_values
+from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, join_values
 
 _SKIP_FIELD_PARTS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "lbracket",
                      "rbracket", "lbrace", "rbrace", "leading_lines", "lines_after_decorators",
@@ -56,6 +56,8 @@ _NEUTRAL_DECORATORS = frozenset(
     "overload override contextmanager setter getter deleter dataclass".split()
 )
 _FUNCTION_BASES = ("Function", "InplaceFunction")
+# calls that make a function worth walking at each call site even with unknown arguments
+_EVENT_CALLS = frozenset({"backward", "zero_grad", "clip_grad_norm_", "clip_grad_value_", "set_grad_enabled"})
 _AUTOGRAD_FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
 
 
@@ -83,6 +85,7 @@ class Walker:
                 elif attr.startswith("on_"):
                     self.events.setdefault(attr[3:], []).append(getattr(r, attr))
         self.errors: List[RuleError] = []
+        self._eventful_cache: Optional[set] = None
         self._special = {
             cst.Module: self._module,
             cst.SimpleStatementLine: self._simple_line,
@@ -159,6 +162,8 @@ class Walker:
         model = self.model
         if (fn in model.inline_stack or fn in model.function_stack or len(model.inline_stack) >= INLINE_DEPTH
                 or model.inline_budget <= 0 or _is_generator(fn)):
+            return None
+        if not self._worth_walking(fn, args, receiver):
             return None
         env = model.call_env(fn, call, args, receiver)
         if env is None:
@@ -357,6 +362,39 @@ class Walker:
         model.bind_key(node.name.value, fn)
         if saved_kind == "class" and model.class_attrs:
             model.class_attrs[-1]["self." + node.name.value] = fn
+
+    def _worth_walking(self, fn: cst.FunctionDef, args: List[Value], receiver: Optional[Value]) -> bool:
+        """Would walking ``fn`` at this call tell more than its own walk did? Yes when an argument
+        is something the model knows (a tensor, a module, an optimizer, ...), when
+        the call is made at module level (a script's `main()`, which may use what is defined
+        after it), or when ``fn`` holds training events (a loop calling it is a training loop)."""
+        model = self.model
+        if model.scope_kind == "module" and not model.function_stack:
+            return True
+        if any(a.kind not in (UNKNOWN, CONST, "scalar") for a in args):
+            return True
+        return fn.name.value in self._eventful_names()
+
+    def _eventful_names(self) -> set:
+        """Names of the file's functions and methods that hold training events, directly or
+        through a function of the file they call (computed once, over the definitions)."""
+        if self._eventful_cache is not None:
+            return self._eventful_cache
+        model = self.model
+        fns = list(model.functions.values()) + [m for c in model.classes.values() for m in c.methods.values()]
+        calls = {}
+        for fn in fns:
+            calls.setdefault(fn.name.value, set()).update(called_names(fn.body))
+        eventful = {name for name, called in calls.items() if called & _EVENT_CALLS}
+        changed = True
+        while changed:
+            changed = False
+            for name, called in calls.items():
+                if name not in eventful and called & eventful:
+                    eventful.add(name)
+                    changed = True
+        self._eventful_cache = eventful
+        return eventful
 
     def _bind_self(self, node: cst.FunctionDef, cls: cst.ClassDef) -> None:
         """The first parameter of a method is the instance: a module of that class, or an
