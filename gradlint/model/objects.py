@@ -120,7 +120,15 @@ class ObjectMixin:
         fn = self.resolve_method(module, "forward")
         if fn is None:
             return None
+        # the same forward with inputs of the same shape was walked already (another call site
+        # of the module, another instance): its result, with this call's graph
+        key = (id(fn), self.grad_enabled, tuple(_shape(a) for a in args))
+        seen = self.forward_memo.get(key)
+        if seen is not None:
+            return self._like(seen, args) if self.grad_enabled is True else None
         out = self._call_function(fn, node, args, module, None)
+        if out is not None:
+            self.forward_memo[key] = out
         if out is None or self.grad_enabled is not True:
             return None
         if out.kind == TENSOR and out.rg is not None:
@@ -132,8 +140,22 @@ class ObjectMixin:
             return Value(TUPLE, items=items)
         return None
 
+    def _like(self, seen: Value, args: List[Value]) -> Optional[Value]:
+        """A fresh value shaped like a memoised forward result, depending on this call's inputs."""
+        if seen.kind == TENSOR and seen.rg is not None:
+            if seen.rg is False:
+                return plain_tensor()
+            return self._module_output(args, None)
+        if seen.kind == TUPLE and seen.made is None:
+            return Value(TUPLE, items=tuple(self._like(i, args) or self._module_output(args, None) for i in seen.items))
+        return None
+
     def _module_output(self, args: List[Value], node: Any) -> Value:
         deps = union(a.deps for a in args if a.kind == TENSOR and a.rg)
         out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=union(a.cuts for a in args))
         self.add_saver(out)
         return out
+
+
+def _shape(v: Value) -> Any:
+    return (v.kind, v.rg, v.leaf, v.params, v.node if isinstance(v.node, str) else None)

@@ -130,6 +130,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.loop_first_reads: Dict[int, set] = {}
         # ids of manual-update statements (`w = w - lr * w.grad`) whose result was made a leaf again
         self.releafed: set = set()
+        # (forward of a class of the file, grad mode, input shapes) -> what its walk returned
+        self.forward_memo: Dict[Any, Value] = {}
         self.param_owner: Dict[int, str] = {}
         self._emit = emit
         self._dotted_keys = 0
