@@ -85,6 +85,9 @@ class GradAlias(Rule):
                     break  # .grad becomes None: the next backward() makes a new tensor
                 if e.kind == "backward" and _misses(e.value, owner):
                     continue  # this backward() does not reach the tensor whose .grad is kept
+                if (e.kind == "backward" and owner is not None and e.seq >= seq
+                        and model.leaf_rebinds.get(owner.id, 1 << 30) <= e.seq):
+                    continue  # its name holds a new leaf by then (`x, w = make_problem()`)
                 if (e.kind == "backward" and loop is not None and e.seq < seq and owner is not None
                         and owner.id >= start and not owner.is_param):
                     continue  # the next iteration's backward() reaches a new leaf, made in the loop

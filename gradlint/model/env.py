@@ -31,6 +31,11 @@ class EnvMixin:
                 self._dotted_keys -= 1
         if ("." in key or "[" in key) and key not in env:
             self._dotted_keys += 1
+        old = env.get(key)
+        if old is not None and old is not value and old.kind == TENSOR and not old.is_param:
+            # the name now holds another value: later backward() calls through this name no
+            # longer reach the old tensor
+            self.leaf_rebinds.setdefault(old.id, len(self.events))
         env[key] = value
         self.bound_stmt[key] = self.current_statement
         loop = self.own_loop()

@@ -132,6 +132,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.releafed: set = set()
         # (forward of a class of the file, grad mode, input shapes) -> what its walk returned
         self.forward_memo: Dict[Any, Value] = {}
+        # id of a tensor (not a parameter) -> events logged when its name was bound to something else
+        self.leaf_rebinds: Dict[int, int] = {}
         self.param_owner: Dict[int, str] = {}
         self._emit = emit
         self._dotted_keys = 0
