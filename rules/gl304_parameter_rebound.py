@@ -4,19 +4,9 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, reads_grad_of
 from gradlint.rule import Rule, Severity
 
-
-def _reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
-    """Does ``expr`` contain ``<key>.grad``?"""
-    stack = [expr]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == key:
-            return True
-        stack.extend(c for c in n.children if isinstance(c, cst.BaseExpression))  # (rare: only for leaves)
-    return False
 
 
 class ParameterRebound(Rule):
@@ -73,7 +63,7 @@ class ParameterRebound(Rule):
             return
         model = self.model
         cur = model.lookup(key)
-        if not cur.leaf_requiring_grad or not _reads_grad_of(node.value, key):
+        if not cur.leaf_requiring_grad or not reads_grad_of(node.value, key):
             return
         if model.value_of(node.value).leaf_requiring_grad:
             return  # rebound to a new leaf on purpose (.detach().requires_grad_())

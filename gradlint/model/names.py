@@ -178,3 +178,14 @@ def called_names(node: cst.CSTNode) -> Set[str]:
                 names.add(f.attr.value)
         stack.extend(n.children)
     return names
+
+
+def reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
+    """Does ``expr`` contain ``<key>.grad`` (a manual update: ``w - lr * w.grad``)?"""
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == key:
+            return True
+        stack.extend(n.children)
+    return False

@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, reads_grad_of
 from gradlint.model.syntax import AUG_NAMES, const_bool
 from gradlint.model.values import (
     NDARRAY, TENSOR, TUPLE, UNKNOWN, Cut, Value, leaf_rg, union,
@@ -63,7 +63,7 @@ class StatementMixin:
                 continue
             key = dotted(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
             if key is not None and value.kind == TENSOR and self.lookup(key).leaf_requiring_grad \
-                    and _reads_grad_of(node.value, key):
+                    and reads_grad_of(node.value, key):
                 # `w = w - lr * w.grad`: the manual update rebinds the parameter (GL304 reports it
                 # here); what follows from the rebinding (a non-leaf .grad, a graph-less loss on the
                 # next step) is its consequence, marked so that it is reported once, here
@@ -172,13 +172,3 @@ class StatementMixin:
                 self.used_as_leaf.add(v.id)
             elif v.kind == TUPLE:
                 self._escape(list(v.items))
-
-
-def _reads_grad_of(expr: cst.BaseExpression, key: str) -> bool:
-    stack = [expr]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == key:
-            return True
-        stack.extend(n.children)
-    return False

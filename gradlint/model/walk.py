@@ -19,6 +19,7 @@ from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
 from gradlint.model.objects import ClassInfo, harvest as _harvest
 from gradlint.model.state import Model, element_of
+from gradlint.model.syntax import const_bool
 from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, join_values
 
 _SKIP_FIELD_PARTS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "lbracket",
@@ -312,7 +313,7 @@ class Walker:
             q = model.qualname(value.func)
             if q in api.SET_GRAD:
                 args = [a for a in value.args if a.keyword is None]
-                model.grad_enabled = _grad_flag(args[0].value if args else None)
+                model.grad_enabled = const_bool(args[0].value if args else None)
                 model.grad_assumed = False
                 return
         model.exec_expr(node)
@@ -435,13 +436,13 @@ class Walker:
                 expr = expr.func
             q = model.qualname(expr)
             if q in api.GRAD_OFF:
-                if q == "torch.inference_mode" and call_args and _grad_flag(call_args[0].value) is False:
+                if q == "torch.inference_mode" and call_args and const_bool(call_args[0].value) is False:
                     continue
                 mode, explicit = False, True
             elif q in api.GRAD_ON:
                 mode, explicit = True, True
             elif q in api.SET_GRAD:
-                mode, explicit = _grad_flag(call_args[0].value if call_args else None), True
+                mode, explicit = const_bool(call_args[0].value if call_args else None), True
             else:
                 last = (dotted(expr) or "").rsplit(".", 1)[-1]
                 if last in _NEUTRAL_DECORATORS:
@@ -700,14 +701,14 @@ class Walker:
         q = model.qualname(func)
         if q in api.GRAD_OFF:
             if q == "torch.inference_mode" and args:
-                flag = _grad_flag(args[0].value)
+                flag = const_bool(args[0].value)
                 # inference_mode(False) leaves grad mode alone; a variable: unknown
                 return "keep" if flag is False else (False if flag else None)
             return False
         if q in api.GRAD_ON:
             return True
         if q in api.SET_GRAD:
-            return _grad_flag(args[0].value if args else None)
+            return const_bool(args[0].value if args else None)
         if q is None:
             last = ((dotted(func) or "").rsplit(".", 1)[-1]).lower()
             if "grad" in last or "inference" in last:
@@ -777,15 +778,6 @@ def _same_shape(a: Value, b: Value) -> bool:
     if a.kind == "tuple":
         return len(a.items) == len(b.items) and all(_same_shape(x, y) for x, y in zip(a.items, b.items))
     return True
-
-
-def _grad_flag(node: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if isinstance(node, cst.Name):
-        if node.value == "True":
-            return True
-        if node.value == "False":
-            return False
-    return None
 
 
 def _terminates(stmts: Any) -> bool:
