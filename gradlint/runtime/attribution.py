@@ -1,4 +1,5 @@
-"""Where a finding happened: the innermost frame outside torch, NumPy and gradlint.
+"""Where a finding happened: the innermost frame outside torch, NumPy, gradlint and the
+standard library.
 
 Called only when a finding (or a candidate that may become one) is about to be recorded, never
 on the hot path of the monitor.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from types import FrameType, FunctionType
 from typing import Any, Optional, Tuple
 
@@ -32,14 +34,41 @@ def _skip_prefixes() -> Tuple[str, ...]:
     return _SKIP
 
 
+def _stdlib_dirs() -> Tuple[str, ...]:
+    out = []
+    for key in ("stdlib", "platstdlib"):
+        try:
+            d = sysconfig.get_paths()[key]
+        except (KeyError, Exception):
+            continue
+        if d:
+            out.append(os.path.abspath(d) + os.sep)
+    return tuple(dict.fromkeys(out))
+
+
+_STDLIB = _stdlib_dirs()
+_PACKAGES = ("site-packages", "dist-packages")
+
+
+def _skipped(name: str, skip: Tuple[str, ...]) -> bool:
+    """Torch, NumPy, gradlint, generated code and the standard library (``copy.deepcopy``,
+    ``contextlib``, ``functools``), but not the packages installed next to it."""
+    if name.startswith(skip) or name.startswith(_GENERATED):
+        return True
+    if _STDLIB and name.startswith(_STDLIB):
+        return not any(p in name for p in _PACKAGES)
+    return False
+
+
 def where(depth: int = 1) -> Tuple[str, int]:
-    """``(path, line)`` of the innermost frame whose file is outside torch, NumPy and gradlint
-    (``("<unknown>", 0)`` when there is none, for example on an autograd worker thread)."""
+    """``(path, line)`` of the innermost frame whose file is outside torch, NumPy, gradlint and
+    the standard library (``("<unknown>", 0)`` when there is none, for example on an autograd
+    worker thread)."""
     skip = _skip_prefixes()
     frame = sys._getframe(depth)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (name.startswith(skip) or name.startswith(_GENERATED)):
+        if not _skipped(name, skip):
             return display_path(name), frame.f_lineno
         frame = frame.f_back
     return "<unknown>", 0
@@ -51,7 +80,7 @@ def user_frame(depth: int = 1) -> Optional[FrameType]:
     frame: Optional[FrameType] = sys._getframe(depth)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (name.startswith(skip) or name.startswith(_GENERATED)):
+        if not _skipped(name, skip):
             return frame
         frame = frame.f_back
     return None

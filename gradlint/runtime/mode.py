@@ -44,6 +44,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from gradlint.rule import Finding, Severity
 from gradlint.runtime.attribution import call_as_user, where
+from gradlint.runtime.sites import error_expected
 
 __all__ = ["Monitor", "monitor", "describe"]
 
@@ -191,6 +192,7 @@ class Monitor(TorchFunctionMode):
         self._fresh: List[_Saved] = []
         self._hooks: Any = None
         self._active = 0
+        self.watchers: List[Any] = []  # the check families (gradlint.runtime.watchers), while active
 
     def __new__(cls, deep: bool = False) -> "Monitor":
         if deep and cls is Monitor:
@@ -199,9 +201,13 @@ class Monitor(TorchFunctionMode):
 
     # -- context manager ---------------------------------------------------------------------
     def __enter__(self) -> "Monitor":
-        if self.deep and self._active == 0:
-            self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
-            self._hooks.__enter__()
+        if self._active == 0:
+            if self.deep:
+                self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+                self._hooks.__enter__()
+            from gradlint.runtime.watchers import start
+
+            self.watchers = start(self)
         self._active += 1
         super().__enter__()
         return self
@@ -215,6 +221,10 @@ class Monitor(TorchFunctionMode):
                 if self._hooks is not None:
                     hooks, self._hooks = self._hooks, None
                     hooks.__exit__(None, None, None)
+                watchers, self.watchers = self.watchers, []
+                from gradlint.runtime.watchers import stop
+
+                stop(watchers)
                 self.finish()
 
     @property
@@ -237,24 +247,63 @@ class Monitor(TorchFunctionMode):
         except TypeError:  # unhashable callable
             handler = None
         if handler is None:
-            return func(*args, **kwargs) if kwargs else func(*args)
+            try:
+                return func(*args, **kwargs) if kwargs else func(*args)
+            except RuntimeError as exc:  # free when nothing is raised
+                self.translate(exc, func, args, kwargs or _NO_KWARGS)
+                raise
         if _is_compiling():  # torch.compile traces through modes: stay out of its graphs
             return func(*args, **kwargs) if kwargs else func(*args)
-        return handler(self, func, args, kwargs or _NO_KWARGS)
+        try:
+            return handler(self, func, args, kwargs or _NO_KWARGS)
+        except RuntimeError as exc:
+            self.translate(exc, func, args, kwargs or _NO_KWARGS)
+            raise
+
+    def translate(self, exc: BaseException, func: Any, args: Any, kwargs: Any) -> None:
+        """An error torch raised from an intercepted call: let each check family name its cause
+        (once per exception; the exception itself propagates unchanged)."""
+        if getattr(exc, "_gradlint_seen", False) or not self.watchers:
+            return
+        try:
+            exc._gradlint_seen = True  # type: ignore[attr-defined]
+            if error_expected():
+                return
+        except Exception:
+            return
+        for w in self.watchers:
+            try:
+                if w.on_error(exc, func, args, kwargs):
+                    return
+            except Exception:
+                pass
 
     # -- recording ---------------------------------------------------------------------------
     def _add(self, code: str, message: str, path: str, line: int,
-             severity: Optional[Severity] = None) -> Optional[Tuple[str, str, int]]:
+             severity: Optional[Severity] = None,
+             related: Iterable[Tuple[str, int, str]] = ()) -> Optional[Tuple[str, str, int]]:
+        """Record a finding at ``path:line``. ``related``: ``(path, line, message)`` of other
+        places (the symptom); those in another file are named in the message."""
         key = (code, path, line)
         if key in self._found:
             return None
         rule = _rules().get(code)
+        same, other = [], []
+        for rpath, rline, rmsg in related:
+            if (rpath, rline) == (path, line):
+                continue
+            if rpath == path:
+                same.append((rline, 1, rmsg))
+            else:
+                other.append(f"{rmsg}: {rpath}:{rline}")
+        if other:
+            message = f"{message} ({'; '.join(other)})"
         self._found[key] = Finding(
             path=path, line=line, column=1, end_line=line, end_column=1, code=code,
             name=rule.name if rule else code,
             severity=severity or (rule.severity if rule else Severity.ERROR),
             message=message, hint=rule.hint if rule else "", url=rule.url() if rule else "",
-            statement_line=line,
+            statement_line=line, related=tuple(same),
         )
         return key
 
@@ -287,6 +336,12 @@ class Monitor(TorchFunctionMode):
             out = func(*args, **kwargs)
             ok = True
             return out
+        except Exception:
+            try:
+                ok = error_expected()  # a test of torch's error (`with pytest.raises(...)`)
+            except Exception:
+                pass
+            raise
         finally:
             if ok:
                 self._retract(keys)
@@ -685,6 +740,7 @@ def _backward_roots(func: Any, args: Any, kwargs: Any) -> List[Tensor]:
 
 def _h_backward(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
     keys: List[Any] = []
+    roots: List[Tensor] = []
     try:
         roots = _backward_roots(func, args, kwargs)
         call = "torch.autograd.grad()" if func is _AUTOGRAD_GRAD else "backward()"
@@ -704,12 +760,27 @@ def _h_backward(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
             m._backward_graph(roots)
     except Exception:
         pass
+    retain = kwargs.get("retain_graph")
+    if retain is None:
+        retain = kwargs.get("create_graph", False)
+    for w in m.watchers:
+        try:
+            w.before_backward(roots, bool(retain), func is _AUTOGRAD_GRAD)
+        except Exception:
+            pass
     try:
-        return m._guarded(keys, func, args, kwargs)
+        out = m._guarded(keys, func, args, kwargs)
     except RuntimeError as exc:
         if MODIFIED in str(exc):
             m._confirm_pending()
+        m.translate(exc, func, args, kwargs)
         raise
+    for w in m.watchers:
+        try:
+            w.after_backward(roots, bool(retain), func is _AUTOGRAD_GRAD)
+        except Exception:
+            pass
+    return out
 
 
 # ------------------------------------------------------------------------------ dispatch table
@@ -766,6 +837,20 @@ def _classify(func: Any) -> Optional[Callable[..., Any]]:
     except TypeError:
         pass
     return handler
+
+
+def tap(func: Any, wrapper: Callable[..., Any]) -> None:
+    """Let a check family see calls of ``func``: ``wrapper(m, func, args, kwargs, call)``, where
+    ``call()`` runs what would have run without it (the previous handler, or ``func``) and must
+    be called exactly once."""
+    prev = _TABLE[func] if func in _TABLE else _classify(func)
+
+    def handler(m: Monitor, f: Any, a: Any, k: Any) -> Any:
+        if prev is None:
+            return wrapper(m, f, a, k, lambda: f(*a, **k))
+        return wrapper(m, f, a, k, lambda: prev(m, f, a, k))
+
+    _TABLE[func] = handler
 
 
 _RULES: Optional[Dict[str, Any]] = None

@@ -1,0 +1,102 @@
+"""The runtime monitor's check families, one module per family of rules.
+
+The core monitor (``gradlint.runtime.mode``) watches the torch calls themselves (in-place ops,
+detach, ``.grad``, ``backward()``). The families below watch what a ``TorchFunctionMode`` alone
+does not see: optimizers (the global step hooks torch offers), modules (the global module
+registration and forward hooks), custom ``autograd.Function``s, the graphs that ``backward()``
+goes through, and they translate the errors torch raises into findings blamed on the cause.
+
+Each family is a :class:`Watcher`: installed when the outermost monitor is entered, removed
+when it exits; it receives the monitor's events (``before_backward``, ``after_backward``,
+``on_error``) and can see more torch calls with :func:`gradlint.runtime.mode.tap`. A family
+never changes what the program computes, and its own errors are swallowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, List
+
+__all__ = ["Watcher", "FAMILIES", "start", "stop"]
+
+# module names under gradlint.runtime.watchers, in the order their events are delivered
+FAMILIES = ("graphs", "inference", "functions", "optimizers", "modules", "snapshots")
+
+
+class Watcher:
+    """One family of checks. ``m`` is the monitor (``m._report``, ``m._add``, ``m.deep``)."""
+
+    #: rule codes this family reports
+    codes: frozenset = frozenset()
+
+    def __init__(self, monitor: Any) -> None:
+        self.m = monitor
+
+    def install(self) -> None:
+        """Register hooks (removed in :meth:`uninstall`)."""
+
+    def uninstall(self) -> None:
+        """Remove what :meth:`install` registered."""
+
+    def finish(self) -> None:
+        """The monitored program ended: settle what only the end can settle."""
+
+    def before_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
+        """A ``backward()`` (``is_grad``: ``torch.autograd.grad``) is about to run on ``roots``."""
+
+    def after_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
+        """That ``backward()`` returned."""
+
+    def on_error(self, exc: BaseException, func: Any, args: Any, kwargs: Any) -> bool:
+        """Torch raised ``exc`` from ``func``; record the finding at its cause. True when this
+        family recognised the error (the others are then not asked)."""
+        return False
+
+
+def _classes() -> List[type]:
+    out = []
+    for name in FAMILIES:
+        try:
+            mod = importlib.import_module(f"{__name__}.{name}")
+        except ImportError:
+            continue
+        out.extend(getattr(mod, "WATCHERS", ()))
+    return out
+
+
+_CLASSES: List[type] = []
+
+
+def start(monitor: Any) -> List[Watcher]:
+    global _CLASSES
+    if not _CLASSES:
+        _CLASSES = _classes()
+    watchers = []
+    for cls in _CLASSES:
+        try:
+            w = cls(monitor)
+            w.install()
+        except Exception:
+            continue
+        watchers.append(w)
+    return watchers
+
+
+def stop(watchers: List[Watcher]) -> None:
+    for w in watchers:
+        try:
+            w.finish()
+        except Exception:
+            pass
+        try:
+            w.uninstall()
+        except Exception:
+            pass
+
+
+def codes() -> frozenset:
+    """Every rule code some family reports."""
+    out: set = set()
+    for cls in _classes():
+        out |= set(cls.codes)
+    return frozenset(out)

@@ -1,0 +1,284 @@
+"""Graphs that ``backward()`` goes through, and graphs kept after it.
+
+GL502 backward-through-freed-graph: torch raises "Trying to backward through the graph a second
+time" at the second ``backward()``: the symptom. The cause is the earlier ``backward()`` that
+freed the shared part (it needed ``retain_graph=True``, or the two losses summed), or, when the
+same ``backward()`` fails on the next iteration, the statement that built the shared part before
+the loop (or carried it from one iteration to the next, ``h = rnn(x, h)``). Each ``backward()``
+without ``retain_graph`` records the autograd nodes it went through (ids only: no reference to
+the graph is kept); at the failure, the freed nodes of the failing graph name the earlier
+``backward()``, and the user's live frames name the variable that holds the shared part.
+
+GL501 graph-kept-alive: after each ``backward()`` (without ``retain_graph``/``create_graph``) the
+root's autograd node is marked with the step's number (``node.metadata``, a dict every node has),
+and the user's live frames are scanned (locals, attributes of ``self``, two levels into lists,
+tuples and dicts): a tensor whose graph holds the roots of two or more back-propagated steps (a
+running total of losses), or a container holding graph tensors first seen at two or more steps
+(a list of losses, of logged norms, of dicts of outputs), keeps every step's graph alive: memory
+grows each step. Reported at the statement that adds to the holder (``losses.append(loss)``,
+``total += loss``). A program that never calls ``backward()`` gives no steps to compare.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Deque, FrozenSet, List, Optional, Set, Tuple
+
+from torch import Tensor
+
+from gradlint.runtime.attribution import where
+from gradlint.runtime.sites import binding_line, bindings, find_holders, growth_lines, location, user_frames
+from gradlint.runtime.watchers import Watcher
+
+SECOND_TIME = "backward through the graph a second time"
+MAX_NODES = 50_000
+
+_SAVED_NAMES: dict = {}
+
+
+def _saved_names(cls: type) -> Tuple[str, ...]:
+    names = _SAVED_NAMES.get(cls)
+    if names is None:
+        names = _SAVED_NAMES[cls] = tuple(n for n in dir(cls) if n.startswith("_saved_"))
+    return names
+
+
+def _freed(node: Any) -> bool:
+    for name in _saved_names(type(node)):
+        try:
+            getattr(node, name)
+        except RuntimeError as exc:
+            text = str(exc)
+            if "freed" in text or "second time" in text:
+                return True
+        except Exception:
+            pass
+    return False
+
+
+def graph_ids(roots: List[Any], limit: int = MAX_NODES) -> Set[int]:
+    """Ids of the autograd nodes reachable from the roots' ``grad_fn``."""
+    seen: Set[int] = set()
+    stack = [r.grad_fn for r in roots if getattr(r, "grad_fn", None) is not None]
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(n for n, _ in node.next_functions)
+    return seen
+
+
+def _freed_region(roots: List[Any]) -> Tuple[Set[int], Set[int]]:
+    """``(freed, reaching)``: ids of the nodes of the roots' graph whose saved tensors are freed,
+    and of the nodes from which a freed one can be reached (the freed ones included)."""
+    nodes: dict = {}
+    order: List[Any] = []
+    stack = [(r.grad_fn, False) for r in roots if getattr(r, "grad_fn", None) is not None]
+    while stack and len(nodes) < MAX_NODES:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node is None or id(node) in nodes:
+            continue
+        nodes[id(node)] = node
+        stack.append((node, True))
+        stack.extend((n, False) for n, _ in node.next_functions if n is not None and id(n) not in nodes)
+    freed = {i for i, n in nodes.items() if _freed(n)}
+    reaching = set(freed)
+    for node in order:  # post-order: children first
+        if id(node) not in reaching and any(n is not None and id(n) in reaching for n, _ in node.next_functions):
+            reaching.add(id(node))
+    return freed, reaching
+
+
+class _Backward:
+    __slots__ = ("path", "line", "ids")
+
+    def __init__(self, path: str, line: int, ids: FrozenSet[int]) -> None:
+        self.path, self.line, self.ids = path, line, ids
+
+
+STEP = "gradlint.step"  # node.metadata key: the number of the backward() this node was the root of
+SEEN = "gradlint.seen"  # node.metadata key: the step at which a scan first saw this graph tensor
+_CONTAINERS = (list, tuple, dict)
+
+
+def _meta(node: Any) -> Optional[dict]:
+    try:
+        return node.metadata
+    except Exception:
+        return None
+
+
+def _steps_in(t: Any, limit: int = 64) -> Set[int]:
+    """The marks of back-propagated roots in ``t``'s graph (not below a marked root)."""
+    out: Set[int] = set()
+    stack = [t.grad_fn]
+    seen: Set[int] = set()
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        meta = _meta(node)
+        if meta and STEP in meta:
+            out.add(meta[STEP])
+            continue
+        stack.extend(n for n, _ in node.next_functions)
+    return out
+
+
+class Graphs(Watcher):
+    codes = frozenset({"GL502", "GL501"})
+
+    def __init__(self, monitor: Any) -> None:
+        super().__init__(monitor)
+        self._done: Deque[_Backward] = collections.deque(maxlen=8)
+        self._current: Optional[_Backward] = None
+        self._step = 0
+
+    def before_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
+        self._current = None
+        if retain or not roots:
+            return
+        path, line = where()
+        self._current = _Backward(path, line, frozenset(graph_ids(roots)))
+
+    def after_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
+        if self._current is not None:
+            self._done.append(self._current)
+            self._current = None
+        if retain:  # create_graph / retain_graph: graphs are kept on purpose (higher-order, MAML)
+            return
+        self._step += 1
+        for r in roots:
+            meta = _meta(r.grad_fn) if getattr(r, "grad_fn", None) is not None else None
+            if meta is not None:
+                meta[STEP] = self._step
+        if self._step >= 2:
+            self._scan_kept()
+
+    def on_error(self, exc: BaseException, func: Any, args: Any, kwargs: Any) -> bool:
+        if SECOND_TIME not in str(exc):
+            return False
+        self._current = None
+        from gradlint.runtime.mode import _backward_roots, describe
+
+        roots = _backward_roots(func, args, kwargs) or [a for a in args if hasattr(a, "grad_fn")]
+        freed, reaching = _freed_region(roots)
+        hit = None
+        for rec in reversed(self._done):
+            if rec.ids & freed:
+                hit = rec
+                break
+        if hit is None and self._done:
+            hit = self._done[-1]
+        here = where()
+        shape = describe(roots[0]) if roots else "a tensor"
+        related = [(here[0], here[1], "torch raises here")]
+        if hit is not None and (hit.path, hit.line) != here:
+            self.m._add("GL502", f"this backward() frees the graph that a later backward() ({shape}) goes through "
+                                 f"again: torch raises \"Trying to backward through the graph a second time\"; "
+                                 f"pass retain_graph=True here, or add the losses and call backward() once",
+                        hit.path, hit.line, related=related)
+            return True
+        site = self._shared_site(roots, freed, reaching, hit.ids if hit is not None else frozenset())
+        if site is not None:
+            path, line, name, carried = site
+            what = ("carries the graph of the previous iteration into this one" if carried
+                    else "builds a graph that every iteration's backward() goes through")
+            self.m._add("GL502", f"`{name}` {what}: the first backward() frees it and the next one ({shape}) "
+                                 f"raises \"Trying to backward through the graph a second time\"; detach it, or "
+                                 f"compute it inside the loop", path, line, related=related)
+            return True
+        self.m._add("GL502", f"backward() through a graph that an earlier backward() freed ({shape}): torch raises "
+                             f"\"Trying to backward through the graph a second time\"", here[0], here[1])
+        return True
+
+    def _shared_site(self, roots: List[Any], freed: Set[int], reaching: Set[int],
+                     walked: FrozenSet[int]) -> Optional[Tuple[str, int, str, bool]]:
+        """The statement that bound the variable holding the shared (freed) part."""
+        root_nodes = {id(r.grad_fn) for r in roots if getattr(r, "grad_fn", None) is not None}
+        frames = list(user_frames())
+
+        def shared(v: Any) -> bool:
+            fn = getattr(v, "grad_fn", None)
+            return fn is not None and id(fn) in reaching and id(fn) in walked and id(fn) not in root_nodes
+
+        def carried(v: Any) -> bool:  # its graph goes through the freed part (checked below)
+            return getattr(v, "grad_fn", None) is not None
+
+        for match, is_carried in ((shared, False), (carried, True)):
+            for frame, name, value in find_holders(frames, match):
+                if is_carried:
+                    lines = [ln for ln, reads in bindings(frame, name) if reads and ln <= frame.f_lineno]
+                    line = lines[-1] if lines else None
+                    if line is not None and not (graph_ids([value], limit=5_000) & freed):
+                        line = None
+                else:
+                    line = binding_line(frame, name)
+                if line is not None:
+                    path, _ = location(frame)
+                    return path, line, name.split("[", 1)[0], is_carried
+        return None
+
+    # -- GL501 --------------------------------------------------------------------------------
+    def _scan_kept(self) -> None:
+        step = self._step
+        from gradlint.runtime.mode import describe
+
+        holders = find_holders(list(user_frames()), lambda v: isinstance(v, (Tensor,) + _CONTAINERS), depth=0)
+        for frame, name, value in holders:
+            marks, example = _marks(value, step)
+            older = {m for m in marks if m[0] == STEP and m[1] < step}
+            if not (older or len(marks) >= 2):
+                continue
+            lines = growth_lines(frame, name)
+            if not lines or example is None:
+                continue
+            n = len({m[1] for m in marks})
+            kind = "a running value" if isinstance(value, Tensor) else "a container"
+            what = (f"`{name}`, {kind} added to in every iteration, holds graph tensors ({describe(example)}) "
+                    f"{'of back-propagated steps' if older else 'made at different steps'} ({n} so far)")
+            path, _ = location(frame)
+            self.m._add("GL501", f"{what}: each step's graph stays alive and memory grows every iteration; "
+                                 f"keep `.item()` or `.detach()`", path, lines[-1])
+
+
+def _marks(value: Any, step: int) -> Tuple[Set[Tuple[str, int]], Any]:
+    """The steps whose graphs ``value`` holds: ``(STEP, n)`` for the root of the n-th
+    back-propagated step, ``(SEEN, n)`` for a graph tensor first seen at the n-th step's scan."""
+    out: Set[Tuple[str, int]] = set()
+    example = None
+    if isinstance(value, Tensor):
+        tensors = [value]
+    else:
+        items = list(value.values()) if isinstance(value, dict) else list(value)
+        if len(items) > 256:
+            items = items[:128] + items[-128:]
+        tensors = []
+        for v in items:
+            if isinstance(v, _CONTAINERS):
+                inner = list(v.values()) if isinstance(v, dict) else list(v)
+                tensors.extend(t for t in inner[:64] if isinstance(t, Tensor))
+            elif isinstance(v, Tensor):
+                tensors.append(v)
+    for t in tensors:
+        fn = t.grad_fn
+        if fn is None:
+            continue
+        found = _steps_in(t)
+        if found:
+            out |= {(STEP, n) for n in found}
+        else:
+            meta = _meta(fn)
+            if meta is None:
+                continue
+            out.add((SEEN, meta.setdefault(SEEN, step)))
+        example = t
+    return out, example
+
+
+WATCHERS = [Graphs]
