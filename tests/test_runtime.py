@@ -84,16 +84,6 @@ NOT_YET = {"GL301", "GL306", "GL401", "GL402", "GL403", "GL601", "GL602", "GL603
 
 # Bad examples reported inside the example but not at its marked line, and why.
 ELSEWHERE = {
-    # -- GL305: reported at backward(), the symptom; the marked line is where the graph was lost
-    "GL305_backward_without_graph::bad_forward_under_no_grad": "at backward(), not where the graph was lost",
-    "GL305_backward_without_graph::bad_forward_under_inference_mode": "at backward(), not where the graph was lost",
-    "GL305_backward_without_graph::bad_loss_from_detached_output": "at backward(), not where the graph was lost",
-    "GL305_backward_without_graph::bad_autograd_grad_on_no_grad_value": "at autograd.grad(), not where the graph was lost",
-    "GL305_backward_without_graph::bad_no_grad_helper_in_training_loop": "at backward(), not where the graph was lost",
-    "GL305_backward_without_graph::bad_trainer_trains_on_evaluate": "at backward(), not where the graph was lost",
-    "GL305_backward_without_graph::bad_module_forward_decorated_no_grad": "at backward(), not where the graph was lost",
-    "GL305_backward_without_graph::bad_state_refreshed_under_no_grad_late_in_loop":
-        "at backward(), not where the graph was lost",
     # -- GL101, GL102, GL103
     "GL101_inplace_on_leaf::bad_name_rebound_late_in_loop": "at the in-place op, not at the rebinding marked",
     "GL102_inplace_on_saved_output::bad_sequential_sigmoid_relu_inplace":

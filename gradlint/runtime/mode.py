@@ -731,6 +731,31 @@ def _h_tensor(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
     return out
 
 
+def _no_graph(m: Monitor, call: str, r: Tensor, i: int) -> Optional[Tuple[str, str, int]]:
+    """GL305 at the statement where the graph was lost when the source shows it (see
+    ``gradlint.runtime.nograph``), else at the ``backward()``."""
+    message = (f"{call} on a tensor that does not require grad ({describe(r)}, element {i}): it was "
+               f"computed without a graph (no_grad, inference_mode or detach()); torch raises")
+    if error_expected():
+        return None
+    site = None
+    try:
+        from gradlint.runtime.nograph import graph_lost_at
+
+        site = graph_lost_at(r)
+    except Exception:
+        site = None
+    if site is None:
+        return m._report("GL305", message)
+    path, line, why = site
+    here = where()
+    from gradlint.runtime.attribution import display_path
+
+    return m._add("GL305", f"the graph is lost here ({why}); the {call} that needs it raises: "
+                           f"{describe(r)} does not require grad", display_path(path), line,
+                  related=[(here[0], here[1], f"{call} raises here")])
+
+
 def _backward_roots(func: Any, args: Any, kwargs: Any) -> List[Tensor]:
     if func is _TENSOR_BACKWARD:
         return _tensors(args[0]) if args else []
@@ -746,9 +771,7 @@ def _h_backward(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
         call = "torch.autograd.grad()" if func is _AUTOGRAD_GRAD else "backward()"
         for i, r in enumerate(roots):
             if not r.requires_grad:
-                keys.append(m._report("GL305", f"{call} on a tensor that does not require grad ({describe(r)}, "
-                                               f"element {i}): it was computed without a graph (no_grad, "
-                                               f"inference_mode or detach()); torch raises"))
+                keys.append(_no_graph(m, call, r, i))
                 break
         else:
             if func is not _AUTOGRAD_GRAD:
