@@ -31,6 +31,7 @@ from gradlint.runtime.sites import binding_line, bindings, find_holders, growth_
 from gradlint.runtime.watchers import Watcher
 
 SECOND_TIME = "backward through the graph a second time"
+MODIFIED = "modified by an inplace operation"
 MAX_NODES = 50_000
 
 _SAVED_NAMES: dict = {}
@@ -94,10 +95,10 @@ def _freed_region(roots: List[Any]) -> Tuple[Set[int], Set[int]]:
 
 
 class _Backward:
-    __slots__ = ("path", "line", "ids")
+    __slots__ = ("path", "line", "ids", "retained")
 
-    def __init__(self, path: str, line: int, ids: FrozenSet[int]) -> None:
-        self.path, self.line, self.ids = path, line, ids
+    def __init__(self, path: str, line: int, ids: FrozenSet[int], retained: bool) -> None:
+        self.path, self.line, self.ids, self.retained = path, line, ids, retained
 
 
 STEP = "gradlint.step"  # node.metadata key: the number of the backward() this node was the root of
@@ -141,10 +142,10 @@ class Graphs(Watcher):
 
     def before_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
         self._current = None
-        if retain or not roots:
+        if not roots:
             return
         path, line = where()
-        self._current = _Backward(path, line, frozenset(graph_ids(roots)))
+        self._current = _Backward(path, line, frozenset(graph_ids(roots)), retain)
 
     def after_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
         if self._current is not None:
@@ -161,7 +162,10 @@ class Graphs(Watcher):
             self._scan_kept()
 
     def on_error(self, exc: BaseException, func: Any, args: Any, kwargs: Any) -> bool:
-        if SECOND_TIME not in str(exc):
+        text = str(exc)
+        if MODIFIED in text:
+            return self._retained_and_modified(func, args, kwargs)
+        if SECOND_TIME not in text:
             return False
         self._current = None
         from gradlint.runtime.mode import _backward_roots, describe
@@ -170,7 +174,7 @@ class Graphs(Watcher):
         freed, reaching = _freed_region(roots)
         hit = None
         for rec in reversed(self._done):
-            if rec.ids & freed:
+            if not rec.retained and rec.ids & freed:
                 hit = rec
                 break
         if hit is None and self._done:
@@ -196,6 +200,39 @@ class Graphs(Watcher):
         self.m._add("GL502", f"backward() through a graph that an earlier backward() freed ({shape}): torch raises "
                              f"\"Trying to backward through the graph a second time\"", here[0], here[1])
         return True
+
+    def _retained_and_modified(self, func: Any, args: Any, kwargs: Any) -> bool:
+        """``backward(retain_graph=True)`` each iteration on a graph carried from the previous one
+        (``h = rnn(x, h)`` without ``detach()``): the retained graph saved the weights, the
+        optimizer changed them in place, and the next backward() raises "modified by an inplace
+        operation". The cause is the statement that carries the graph over."""
+        self._current = None
+        if self.m._found and any(k[0] in ("GL102", "GL104", "GL103") for k in self.m._found):
+            return False
+        retained = [rec for rec in self._done if rec.retained]
+        if not retained:
+            return False
+        from gradlint.runtime.mode import _backward_roots, describe
+
+        roots = _backward_roots(func, args, kwargs)
+        ids = graph_ids(roots)
+        old = set()
+        for rec in retained:
+            old |= rec.ids & ids
+        if not old:
+            return False
+        here = where()
+        for frame, name, value in find_holders(list(user_frames()), lambda v: getattr(v, "grad_fn", None) is not None):
+            lines = [ln for ln, reads in bindings(frame, name) if reads and ln <= frame.f_lineno]
+            if lines and graph_ids([value], limit=5_000) & old:
+                path, _ = location(frame)
+                self.m._add("GL502", f"`{name.split('[', 1)[0]}` carries the graph of the previous iteration into "
+                                     f"this one ({describe(value)}); backward(retain_graph=True) keeps that graph, "
+                                     f"the optimizer then changes the weights it saved, and the next backward() "
+                                     f"raises \"modified by an inplace operation\": detach it each iteration",
+                            path, lines[-1], related=[(here[0], here[1], "torch raises here")])
+                return True
+        return False
 
     def _shared_site(self, roots: List[Any], freed: Set[int], reaching: Set[int],
                      walked: FrozenSet[int]) -> Optional[Tuple[str, int, str, bool]]:
