@@ -74,6 +74,19 @@ def where(depth: int = 1) -> Tuple[str, int]:
     return "<unknown>", 0
 
 
+def where_raw(depth: int = 1) -> Tuple[str, int]:
+    """``where()`` without making the path relative (cheap: for records that may never be
+    reported; pass the path through ``display_path`` when reporting)."""
+    skip = _skip_prefixes()
+    frame = sys._getframe(depth)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not _skipped(name, skip):
+            return name, frame.f_lineno
+        frame = frame.f_back
+    return "<unknown>", 0
+
+
 def user_frame(depth: int = 1) -> Optional[FrameType]:
     """The frame that ``where`` names (None when there is none)."""
     skip = _skip_prefixes()

@@ -26,13 +26,15 @@ from typing import Any, Deque, FrozenSet, List, Optional, Set, Tuple
 
 from torch import Tensor
 
-from gradlint.runtime.attribution import where
+from gradlint.runtime.attribution import display_path, where, where_raw
 from gradlint.runtime.sites import binding_line, bindings, find_holders, growth_lines, location, user_frames
 from gradlint.runtime.watchers import Watcher
 
 SECOND_TIME = "backward through the graph a second time"
 MODIFIED = "modified by an inplace operation"
 MAX_NODES = 50_000
+WALKED_STEPS = 32  # backward() calls whose graph is recorded (GL502)
+SCAN_EVERY = 8  # GL501: frames are scanned after backward() 2, 3, 4 and then every 8th
 
 _SAVED_NAMES: dict = {}
 
@@ -144,8 +146,11 @@ class Graphs(Watcher):
         self._current = None
         if not roots:
             return
-        path, line = where()
-        self._current = _Backward(path, line, frozenset(graph_ids(roots)), retain)
+        path, line = where_raw()
+        # the nodes each backward() went through, for the first backward() calls (a second
+        # backward through a freed graph fails early); later ones record their line only
+        ids = frozenset(graph_ids(roots)) if self._step < WALKED_STEPS else frozenset()
+        self._current = _Backward(path, line, ids, retain)
 
     def after_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
         if self._current is not None:
@@ -158,7 +163,8 @@ class Graphs(Watcher):
             meta = _meta(r.grad_fn) if getattr(r, "grad_fn", None) is not None else None
             if meta is not None:
                 meta[STEP] = self._step
-        if self._step >= 2:
+        step = self._step
+        if 2 <= step <= 4 or step % SCAN_EVERY == 0:  # a leak persists: a few scans find it
             self._scan_kept()
 
     def on_error(self, exc: BaseException, func: Any, args: Any, kwargs: Any) -> bool:
@@ -182,11 +188,11 @@ class Graphs(Watcher):
         here = where()
         shape = describe(roots[0]) if roots else "a tensor"
         related = [(here[0], here[1], "torch raises here")]
-        if hit is not None and (hit.path, hit.line) != here:
+        if hit is not None and (display_path(hit.path), hit.line) != here:
             self.m._add("GL502", f"this backward() frees the graph that a later backward() ({shape}) goes through "
                                  f"again: torch raises \"Trying to backward through the graph a second time\"; "
                                  f"pass retain_graph=True here, or add the losses and call backward() once",
-                        hit.path, hit.line, related=related)
+                        display_path(hit.path), hit.line, related=related)
             return True
         site = self._shared_site(roots, freed, reaching, hit.ids if hit is not None else frozenset())
         if site is not None:
