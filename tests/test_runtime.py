@@ -54,7 +54,7 @@ DEEP_ONLY = {
         "w is saved as an input of w * w * x (needs the hooks)",
     "GL103_inplace_through_data::bad_numpy_view_write":
         "a write through a NumPy view is invisible to torch; only the deep level's checksum sees it "
-        "(reported at the line that made the array)",
+        "(reported at the write to the array variable, read from the source)",
 }
 
 # Bad examples of covered codes that neither level can report, and why.
@@ -84,13 +84,6 @@ NOT_YET = {"GL301", "GL306", "GL401", "GL402", "GL403", "GL601", "GL602", "GL603
 
 # Bad examples reported inside the example but not at its marked line, and why.
 ELSEWHERE = {
-    # -- GL101, GL102, GL103
-    "GL101_inplace_on_leaf::bad_name_rebound_late_in_loop": "at the in-place op, not at the rebinding marked",
-    "GL102_inplace_on_saved_output::bad_sequential_sigmoid_relu_inplace":
-        "inside nn.Sequential: at the Sequential's call, the line that runs the in-place module",
-    "GL102_inplace_on_saved_output::bad_sequential_softmax_dropout_inplace":
-        "inside nn.Sequential: at the Sequential's call, the line that runs the in-place module",
-    "GL103_inplace_through_data::bad_numpy_view_write": "at the line that made the NumPy array",
 }
 
 

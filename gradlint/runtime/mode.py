@@ -359,8 +359,15 @@ class Monitor(TorchFunctionMode):
         if t.requires_grad:
             if t.is_leaf:
                 if _is_grad_enabled():
-                    return [self._report("GL101", f"in-place `{op}` on a leaf tensor that requires grad "
-                                                  f"({describe(t)}) while grad mode is on: torch raises")]
+                    message = (f"in-place `{op}` on a leaf tensor that requires grad ({describe(t)}) while grad "
+                               f"mode is on: torch raises")
+                    alias = _cause_line("leaf_alias_line", t)
+                    if alias is not None:
+                        here = where()
+                        return [self._add("GL101", f"this binding makes another name for a leaf that requires "
+                                                   f"grad; the {message}", alias[0], alias[1],
+                                          related=[(here[0], here[1], "the in-place op")])]
+                    return [self._report("GL101", message)]
             else:
                 base = t._base if t._is_view() else None
                 if base is not None and base.is_leaf and base.requires_grad:
@@ -375,6 +382,13 @@ class Monitor(TorchFunctionMode):
                             node = None
                     if node is not None:
                         covered = True
+                        site = _cause_line("inplace_module_line")
+                        if site is not None:
+                            self._pending.append(("GL102", site[0], site[1],
+                                                  f"in-place module ({op}) on the output of {type(node).__name__} "
+                                                  f"({describe(t)}), which autograd saved for backward: backward() "
+                                                  f"raised", None))
+                            return []
                         self._candidate("GL102", f"in-place `{op}` on the output of {type(node).__name__} "
                                                  f"({describe(t)}), which autograd saved for backward: "
                                                  f"backward() raised")
@@ -491,7 +505,12 @@ class Monitor(TorchFunctionMode):
     def _corrupted(self, rec: _Saved) -> None:
         rec.reported = True
         exports = self._exports.pop(rec.ptr, None) if rec.ptr is not None else None
-        if exports:
+        write = _cause_line("numpy_write_line", rec.alias)
+        if write is not None:
+            self._add("GL103", f"an in-place write to a NumPy array that shares memory with a tensor that autograd "
+                               f"saved for backward ({describe(rec.alias)}): the version counter does not see it "
+                               f"and the gradient of the next backward() is silently wrong", write[0], write[1])
+        elif exports:
             for path, line, desc in exports[-8:]:
                 self._add("GL103", f"a NumPy array made here shares memory with a tensor that autograd saved "
                                    f"for backward ({desc}) and was written to before backward(): the gradient "
@@ -644,6 +663,10 @@ def _h_data_get(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
     return out
 
 
+def _no(t: Any) -> bool:
+    return False
+
+
 def _h_grad_get(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
     if args[0].is_leaf and not m._leaves:  # an optimizer reading its parameters' gradients
         return func(*args)
@@ -653,9 +676,10 @@ def _h_grad_get(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
         if m._leaves:
             m._grad_read(t)
         if not t.is_leaf and not t.retains_grad:
-            m._report("GL303", f"`.grad` of a non-leaf tensor ({describe(t)}) without `retain_grad()`: it is "
-                               f"None, autograd only fills `.grad` of leaves")
             warns = True
+            if not any(getattr(w, "claims_grad_read", _no)(t) for w in m.watchers):  # GL301 names the cause
+                m._report("GL303", f"`.grad` of a non-leaf tensor ({describe(t)}) without `retain_grad()`: it is "
+                                   f"None, autograd only fills `.grad` of leaves")
     except Exception:
         pass
     if warns:  # torch warns: at the user's line, as it would without the monitor
@@ -729,6 +753,16 @@ def _h_tensor(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
         except Exception:
             pass
     return out
+
+
+def _cause_line(name: str, *args: Any) -> Optional[Tuple[str, int]]:
+    """A finer cause line from ``gradlint.runtime.causes`` (None when the source does not show it)."""
+    try:
+        from gradlint.runtime import causes
+
+        return getattr(causes, name)(*args)
+    except Exception:
+        return None
 
 
 def _no_graph(m: Monitor, call: str, r: Tensor, i: int) -> Optional[Tuple[str, str, int]]:
