@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import click
 
@@ -21,6 +22,24 @@ class _Fail(click.ClickException):
 
     def show(self, file=None) -> None:  # type: ignore[override]
         click.echo(f"gradlint: error: {self.format_message()}", err=True)
+
+
+_STOPPED_BY = ["SIGINT"]
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (what CI runners, IDEs and supervisors send) stops a run as Ctrl-C does: the
+    workers are killed and reaped, one line on stderr, exit status 2."""
+
+    def stop(signum: int, frame: Any) -> None:
+        _STOPPED_BY[0] = "SIGTERM"
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt()
+
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except (ValueError, OSError):  # not the main thread (an embedding program)
+        pass
 
 
 def _split(values: Tuple[str, ...]) -> Optional[List[str]]:
@@ -93,6 +112,7 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_fil
     from gradlint.rule import Severity
 
     program = _confirm_program(confirm, confirm_module, paths, apply_fixes or show_diff)
+    _stop_on_sigterm()
     try:
         settings = load_settings(config_path)
         if _split(select) is not None:
@@ -114,8 +134,9 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_fil
             findings = fixing.findings
     except ConfigError as exc:
         raise _Fail(str(exc)) from None
-    except KeyboardInterrupt:  # pragma: no cover
-        raise _Fail("interrupted") from None
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the workers are killed and reaped by now
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not interrupt the exit
+        raise _Fail(f"interrupted ({_STOPPED_BY[0]}); no report") from None
     except Exception as exc:  # an internal error: one line, exit 2, never a traceback
         raise _Fail(f"internal error: {type(exc).__name__}: {exc}") from None
 

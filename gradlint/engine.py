@@ -15,10 +15,14 @@ import ast
 import io
 import os
 import re
+import signal
 import sys
+import threading
+import time
 import tokenize
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
@@ -103,6 +107,19 @@ def lint_text(display: str, text: str, options: Options) -> List[Finding]:
                 return [_finding(SyntaxErrorRule, display, err[0], err[1], err[2],
                                  source_line=_line(text, err[0]))]
         return []
+    # Python's own parser first: it rejects what Python cannot compile (brackets nested more
+    # than 200 deep, which libcst accepts, and 1,500 deep, which crash libcst's native parser)
+    # with a SyntaxError, in a fraction of libcst's time
+    err = _compile_error(text)
+    if err is not None and "\r" not in text:
+        if SyntaxErrorRule.code not in codes:
+            return []
+        return [_finding(SyntaxErrorRule, display, err[0], err[1], err[2], source_line=_line(text, err[0]))]
+    chain = _long_chain(text)
+    if chain is not None:
+        return _internal(display, codes, "parser", RuntimeError(
+            f"line {chain[0]} holds an expression of {chain[1]:,} operands; libcst's parser takes minutes on "
+            f"such input (time grows with the square of the length), so this file is not linted"))
     import libcst as cst
 
     try:
@@ -157,8 +174,41 @@ def _compile_error(text: str) -> Optional[Tuple[int, int, str]]:
             ast.parse(text)
     except SyntaxError as exc:
         return (exc.lineno or 1, max(exc.offset or 1, 1), f"syntax error: {exc.msg}")
-    except (ValueError, RecursionError, MemoryError):
+    except RecursionError:
+        return (1, 1, "syntax error: too deeply nested for Python's parser")
+    except (ValueError, MemoryError):
         return None
+    return None
+
+
+_LONG_LINE = re.compile(r"[^\n]{20000}")
+MAX_OPERANDS = 2000
+
+
+def _long_chain(text: str) -> Optional[Tuple[int, int]]:
+    """``(line, operands)`` of a chain of binary operators (``a + b + c ...``) longer than
+    MAX_OPERANDS, which libcst's native parser takes quadratic time on (a 5,000-term sum: 18 s;
+    no signal can interrupt it). Checked only in files with a line of 20,000 characters or more
+    (one regular-expression scan); None otherwise."""
+    m = _LONG_LINE.search(text)
+    if m is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp):
+            n, cur = 1, node
+            while isinstance(cur, ast.BinOp):
+                n += 1
+                cur = cur.left
+            if n > MAX_OPERANDS:
+                return node.lineno, n
+        elif isinstance(node, (ast.BoolOp, ast.Compare)):
+            n = len(node.values) if isinstance(node, ast.BoolOp) else len(node.comparators) + 1
+            if n > MAX_OPERANDS:
+                return node.lineno, n
     return None
 
 
@@ -282,14 +332,52 @@ def lint_task(task: Task) -> List[Finding]:
     return findings
 
 
-def lint_data(display: str, data: bytes, options: Options) -> List[Finding]:
-    """``lint_bytes`` that turns any crash into a GL001 finding (never a traceback)."""
+# A file that takes longer than this (seconds) is a GL001 finding, not a hang (GRADLINT_FILE_TIMEOUT;
+# 0 turns the bound off). The slowest real file measured (a 1.4 MB generated module of the torch
+# tree) takes about 15 s; a pathological one (a 5,000-term sum) about 10 s.
+FILE_TIMEOUT = 120.0
+
+
+class FileTimeout(Exception):
+    pass
+
+
+def _file_timeout() -> float:
     try:
+        return float(os.environ.get("GRADLINT_FILE_TIMEOUT", FILE_TIMEOUT))
+    except ValueError:
+        return FILE_TIMEOUT
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise FileTimeout()
+
+
+def lint_data(display: str, data: bytes, options: Options) -> List[Finding]:
+    """``lint_bytes`` that turns any crash into a GL001 finding (never a traceback), and a file
+    that runs past the time bound into a GL001 finding (in the main thread, where POSIX signals
+    can interrupt the work between Python instructions)."""
+    limit = _file_timeout()
+    timed = (limit > 0 and hasattr(signal, "setitimer")
+             and threading.current_thread() is threading.main_thread())
+    old = None
+    try:
+        if timed:
+            old = signal.signal(signal.SIGALRM, _on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, limit)
         return lint_bytes(display, data, options)
+    except FileTimeout:
+        return _internal(display, options.codes, "gradlint",
+                         TimeoutError(f"gave up after {limit:g} s (GRADLINT_FILE_TIMEOUT)"))
     except RecursionError as exc:
         return _internal(display, options.codes, "gradlint", exc)
     except Exception as exc:
         return _internal(display, options.codes, "gradlint", exc)
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            if old is not None:
+                signal.signal(signal.SIGALRM, old)
 
 
 def _lint_batch(tasks: Sequence[Task]) -> List[Finding]:
@@ -299,9 +387,23 @@ def _lint_batch(tasks: Sequence[Task]) -> List[Finding]:
     return out
 
 
-def _init_worker() -> None:
+def _init_worker(parent: Optional[int] = None) -> None:
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     registry()
+    if parent is None:
+        return
+    # a worker leaves stopping to the main process (Ctrl-C reaches the whole process group), and
+    # exits by itself when the main process is gone (killed with SIGKILL): never an orphan
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="gradlint-parent-watch", daemon=True).start()
 
 
 def _batches(tasks: Sequence[Task], jobs: int) -> List[List[Task]]:
@@ -353,9 +455,71 @@ def lint_tasks(tasks: Sequence[Task], jobs: int = 1) -> List[Finding]:
         _init_worker()
         findings = _lint_batch(tasks)
     else:
-        batches = _batches(tasks, jobs)
-        with ProcessPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_init_worker) as pool:
-            for part in pool.map(_lint_batch, batches):
-                findings.extend(part)
+        findings = _pooled(_batches(tasks, jobs), jobs)
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _pooled(batches: List[List[Task]], jobs: int) -> List[Finding]:
+    """Run the batches on a process pool. A worker that dies (a native crash: a segfault in the
+    parser, the kernel's OOM killer) takes only its files: the batches it did not finish are run
+    again one file per process, and the file that kills its process is a GL001 finding. On
+    KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) every worker is killed and
+    reaped before the exception goes on."""
+    findings: List[Finding] = []
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_init_worker,
+                               initargs=(os.getpid(),))
+    pending: Dict[Any, List[Task]] = {}
+    try:
+        pending = {pool.submit(_lint_batch, b): b for b in batches}
+        broken: List[List[Task]] = []
+        for fut in as_completed(list(pending)):
+            try:
+                findings.extend(fut.result())
+            except BrokenProcessPool:
+                broken.append(pending[fut])
+        pool.shutdown(wait=True)
+        for batch in broken:
+            for task in batch:
+                findings.extend(_isolated(task))
+    except BaseException:
+        _kill(pool)
+        raise
+    return findings
+
+
+def _isolated(task: Task) -> List[Finding]:
+    """One file in a process of its own (after a worker died): its findings, or GL001 when the
+    process dies on it too."""
+    pool = ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(os.getpid(),))
+    try:
+        return pool.submit(_lint_batch, [task]).result()
+    except BrokenProcessPool:
+        return _internal(task.display, task.options.codes, "gradlint",
+                         RuntimeError("the process linting this file died (a crash in native code, or "
+                                      "out of memory); the rest of the run is reported"))
+    except BaseException:
+        _kill(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _kill(pool: ProcessPoolExecutor) -> None:
+    """Stop at once: kill every worker and reap it (no orphan, no zombie, no wait for the
+    batches in flight)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        try:
+            p.kill()
+        except Exception:
+            pass
+    for p in procs:
+        try:
+            p.join(2)
+        except Exception:
+            pass
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except Exception:
+        pass
