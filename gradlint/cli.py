@@ -250,11 +250,55 @@ def _run(paths, settings, selected, jobs, stdin_filename, cache_dir=None):
         codes = settings.codes_for(name, selected) if stdin_filename else selected
         options = Options(codes=codes, severity=severity)
         return lint_data(name, data, options), 1, [Task(name, None, options)], data  # type: ignore[arg-type]
-    files = discover(paths, settings)
+    unreadable: List[Tuple[str, str]] = []
+    files = discover(paths, settings, unreadable)
     tasks = [Task(f, f, Options(codes=settings.codes_for(f, selected), severity=severity), cache_dir)
              for f in files]
-    n = jobs or os.cpu_count() or 1
-    return lint_tasks(tasks, jobs=n), len(files), tasks, None
+    n = jobs or usable_cpus()
+    findings = lint_tasks(tasks, jobs=n)
+    if unreadable:
+        findings = sorted(findings + _unreadable(unreadable, settings, selected), key=lambda f: f.sort_key())
+    return findings, len(files), tasks, None
+
+
+def _unreadable(unreadable, settings, selected):
+    """A path that cannot be read is a GL000 finding (never a silent pass); where GL000 is not
+    selected for it, a one-line error (exit status 2)."""
+    from gradlint.config import ConfigError
+    from gradlint.engine import _finding
+    from gradlint.rule import SyntaxErrorRule
+
+    out = []
+    for path, problem in unreadable:
+        if SyntaxErrorRule.code not in settings.codes_for(path, selected):
+            raise ConfigError(f"{path}: {problem}")
+        out.append(_finding(SyntaxErrorRule, path, 1, 1, problem))
+    return out
+
+
+def usable_cpus() -> int:
+    """CPUs this process may use: its affinity mask and the cgroup's CPU quota (a container
+    limited to 2 CPUs on a 64-core host), not the host's count."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as fh:  # cgroup v2
+            quota, period = fh.read().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        try:  # cgroup v1
+            with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", encoding="ascii") as fh:
+                quota_us = int(fh.read())
+            with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding="ascii") as fh:
+                period_us = int(fh.read())
+            if quota_us > 0 and period_us > 0:
+                n = min(n, max(1, quota_us // period_us))
+        except (OSError, ValueError):
+            pass
+    return max(1, n)
 
 
 class _Fixing:

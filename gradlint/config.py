@@ -135,15 +135,24 @@ def _glob_match(rel: str, pattern: str) -> bool:
 
 
 # ------------------------------------------------------------------------ reading
+def _is_file(path: Path) -> bool:
+    """False also where a directory on the way cannot be searched (a parent without permission:
+    there is no configuration of ours to find there)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def find_config(start: Path) -> Optional[Path]:
     """The nearest gradlint.toml, or pyproject.toml with a [tool.gradlint] table."""
     d = start.resolve()
     for parent in [d] + list(d.parents):
         g = parent / "gradlint.toml"
-        if g.is_file():
+        if _is_file(g):
             return g
         p = parent / "pyproject.toml"
-        if p.is_file():
+        if _is_file(p):
             try:
                 raw = p.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):

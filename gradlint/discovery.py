@@ -4,27 +4,43 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, List
+from typing import Iterable, List, Optional, Tuple
 
 from gradlint.config import ConfigError, Settings
 
 EXTENSIONS = (".py", ".pyi")
 
 
-def discover(paths: Iterable[str], settings: Settings) -> List[str]:
+Unreadable = Tuple[str, str]  # (path, what went wrong: "cannot read directory: Permission denied")
+
+
+def discover(paths: Iterable[str], settings: Settings,
+             unreadable: Optional[List[Unreadable]] = None) -> List[str]:
     """Files to lint, in a stable order, without duplicates. A path that does not exist is a
     ConfigError (exit status 2). Excludes apply to files given explicitly too (as in flake8),
-    so a pre-commit hook honours them."""
+    so a pre-commit hook honours them. A path that exists but cannot be read (a directory without
+    permission, a file under one) is added to ``unreadable`` (the CLI reports each as a GL000
+    finding: never a silent pass); without the list it is a ConfigError."""
     out: List[str] = []
     seen = set()
     for raw in paths:
+        if raw == "":
+            raise ConfigError("empty path ''")
         p = Path(raw)
-        if not p.exists():
+        try:
+            exists, is_file = p.exists(), p.is_file()
+        except OSError as exc:  # EACCES on a parent directory
+            problem = f"cannot read file: {exc.strerror or exc}"
+            if unreadable is None:
+                raise ConfigError(f"{raw}: {problem}") from None
+            unreadable.append((raw, problem))
+            continue
+        if not exists:
             raise ConfigError(f"path not found: {raw}")
-        if p.is_file():
+        if is_file:
             candidates = [] if settings.is_excluded(raw) or _in_excluded_dir(raw, settings) else [raw]
         else:
-            candidates = _walk(raw, settings)
+            candidates = _walk(raw, settings, unreadable)
         for c in candidates:
             key = os.path.normcase(os.path.abspath(c))
             if key not in seen:
@@ -50,9 +66,18 @@ def _in_excluded_dir(path: str, settings: Settings) -> bool:
     return False
 
 
-def _walk(top: str, settings: Settings) -> List[str]:
+def _walk(top: str, settings: Settings, unreadable: Optional[List[Unreadable]] = None) -> List[str]:
     found: List[str] = []
-    for dirpath, dirnames, filenames in os.walk(top):
+
+    def failed(exc: OSError) -> None:
+        where = os.path.normpath(exc.filename or top)
+        problem = f"cannot read directory: {exc.strerror or exc}"
+        if unreadable is None:
+            raise ConfigError(f"{where}: {problem}")
+        if not settings.is_excluded(where):
+            unreadable.append((where, problem))
+
+    for dirpath, dirnames, filenames in os.walk(top, onerror=failed):
         dirnames[:] = sorted(
             d for d in dirnames if not settings.is_excluded(os.path.join(dirpath, d))
         )

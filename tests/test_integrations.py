@@ -180,7 +180,8 @@ def test_pre_commit_hooks_manifest():
     assert hooks["gradlint"]["entry"] == "gradlint check"
     assert hooks["gradlint-fix"]["entry"] == "gradlint check --fix"
     for h in hooks.values():
-        assert h["language"] == "python" and h["types"] == ["python"] and h["require_serial"] is False
+        # one gradlint run with its own pool, not one pool per batch of files
+        assert h["language"] == "python" and h["types"] == ["python"] and h["require_serial"] is True
 
 
 # ======================================================================================= flake8

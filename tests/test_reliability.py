@@ -171,3 +171,121 @@ def test_a_worker_crash_is_isolated_to_its_file(tmp_path):
     assert len(crash) == 1 and "GL001" in crash[0] and "died" in crash[0], lines
     assert any("bad.py:3:1: GL101" in ln for ln in lines), lines
     assert "Found" in proc.stdout and "Traceback" not in proc.stderr
+
+
+OLD_PLUGGY_SUITE = textwrap.dedent("""\
+    import pytest
+    torch = pytest.importorskip("torch")
+
+    def test_plain():
+        assert 1 + 1 == 2
+
+    def test_non_leaf_grad():
+        x = torch.ones(3, requires_grad=True)
+        y = x * 2
+        y.sum().backward()
+        assert y.grad is None
+
+    def test_expects_the_error():
+        x = torch.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable"):
+            x.add_(1)
+""")
+
+
+def test_pytest_plugin_with_pluggy_older_than_1_2(tmp_path):
+    """Installing gradlint must not break pytest where pluggy < 1.2 (no `wrapper=True`)."""
+    root = Path(__file__).resolve().parent.parent
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
+                   capture_output=True, timeout=300)
+    py = str(venv / "bin" / "python")
+    pins = subprocess.run([py, "-m", "pip", "install", "-q", "pytest==7.4.4", "pluggy==1.0.0"],
+                          capture_output=True, text=True, timeout=600)
+    if pins.returncode != 0:
+        pytest.skip(f"cannot install pytest 7.4 / pluggy 1.0 here: {pins.stderr[-300:]}")
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "-e", str(root)], check=True,
+                   capture_output=True, timeout=600)
+    version = subprocess.run([py, "-c", "import pluggy; print(pluggy.__version__)"], capture_output=True,
+                             text=True).stdout.strip()
+    assert version == "1.0.0"
+    (tmp_path / "test_suite.py").write_text(OLD_PLUGGY_SUITE)
+    off = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert off.returncode == 0 and "3 passed" in off.stdout, off.stdout + off.stderr
+    strict = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
+                             "--gradlint-strict", "test_suite.py"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600)
+    # the non-leaf .grad read fails the test under --gradlint-strict; the test that expects
+    # torch's error (pytest.raises) does not
+    assert "1 failed, 2 passed" in strict.stdout, strict.stdout + strict.stderr
+    assert "GradlintFindings" in strict.stdout and "test_non_leaf_grad" in strict.stdout
+
+
+AS_ANOTHER_USER = """
+import os, sys
+import gradlint.cli, gradlint.engine, gradlint.discovery, gradlint.config, gradlint.report
+import gradlint.report.concise
+from gradlint.rule import registry, visit_rules
+registry(); visit_rules()
+import libcst, gradlint.model.walk
+if os.getuid() == 0:  # root reads everything: drop to nobody (modules are imported already)
+    os.setgid(65534)
+    os.setuid(65534)
+sys.argv = ["gradlint", *sys.argv[1:]]
+gradlint.cli.main()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_unreadable_paths_are_findings_never_a_silent_pass(tmp_path):
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "a.py").write_text("import torch\n")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "f.py").write_text("import torch\n")
+    (tmp_path / "proj" / "ok.py").write_text("import torch\nx = 1\n")
+    (tmp_path / "secret").chmod(0)
+    (tmp_path / "proj" / "f.py").chmod(0)
+    tmp_path.chmod(0o755)
+
+    def run(*paths):
+        return subprocess.run([sys.executable, "-c", AS_ANOTHER_USER, "check", "--no-cache", "-j", "1",
+                               "--format", "concise", *paths], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+
+    try:
+        for paths, expected in [(["secret"], "secret:1:1: GL000 cannot read directory: Permission denied"),
+                                (["secret/a.py"], "secret/a.py:1:1: GL000 cannot read file: Permission denied"),
+                                (["proj"], "proj/f.py:1:1: GL000 cannot read file: Permission denied"),
+                                (["proj/f.py"], "proj/f.py:1:1: GL000 cannot read file: Permission denied"),
+                                (["."], "secret:1:1: GL000 cannot read directory: Permission denied")]:
+            proc = run(*paths)
+            assert proc.returncode == 1, (paths, proc.stdout, proc.stderr)
+            assert expected in proc.stdout, (paths, proc.stdout)
+            assert "All checks passed" not in proc.stdout
+        proc = run("--ignore", "GL000", "secret")  # GL000 off: still never a silent pass
+        assert proc.returncode == 2 and proc.stderr.strip() == (
+            "gradlint: error: secret: cannot read directory: Permission denied"), proc.stderr
+    finally:
+        (tmp_path / "secret").chmod(0o755)
+        (tmp_path / "proj" / "f.py").chmod(0o644)
+
+
+def test_an_empty_path_is_an_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "check", ""], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip() == "gradlint: error: empty path ''"
+
+
+def test_default_jobs_follow_the_usable_cpus():
+    from gradlint.cli import usable_cpus
+
+    n = usable_cpus()
+    assert 1 <= n <= (os.cpu_count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        assert n <= len(os.sched_getaffinity(0))
+
+
+def test_pre_commit_hooks_run_serially():
+    hooks = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
+    assert hooks.count("require_serial: true") == hooks.count("- id:")

@@ -39,6 +39,7 @@ class _GradlintRuntime:
         self.deep = bool(config.getoption("gradlint_deep"))
         self.results: List[Tuple[str, Any]] = []  # (nodeid, finding)
         self._seen: Dict[Tuple[str, str, str, int], None] = {}
+        self._strict: Dict[str, List[Any]] = {}  # nodeid -> error findings of its call phase
 
     def _watch(self, item: Any):  # type: ignore[no-untyped-def]
         from gradlint.runtime.mode import Monitor
@@ -55,40 +56,43 @@ class _GradlintRuntime:
                 new.append(f)
         return new
 
-    @pytest.hookimpl(wrapper=True)
+    # Old-style hook wrappers (``hookwrapper=True``): every pluggy version pytest 7+ runs with
+    # supports them (``wrapper=True`` needs pluggy 1.2 and raised at import on older ones).
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_setup(self, item: Any):  # type: ignore[no-untyped-def]
-        mon = self._watch(item)
-        try:
-            with mon:
-                return (yield)
-        finally:
-            self._collect(item, mon)
+        yield from self._around(item)
 
-    @pytest.hookimpl(wrapper=True)
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: Any):  # type: ignore[no-untyped-def]
-        mon = self._watch(item)
-        failed = True
-        try:
-            with mon:
-                result = yield
-            failed = False
-        finally:
-            new = self._collect(item, mon)
-        if self.strict and not failed:
-            errors = [f for f in new if f.severity.value == "error"]
-            if errors:
-                lines = "\n".join(f"{f.path}:{f.line}: {f.code} {f.message}" for f in errors)
-                raise GradlintFindings(f"gradlint found autograd misuse in this test:\n{lines}")
-        return result
+        new = yield from self._around(item)
+        errors = [f for f in new if f.severity.value == "error"]
+        if self.strict and errors:
+            self._strict[item.nodeid] = errors
 
-    @pytest.hookimpl(wrapper=True)
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item: Any, nextitem: Any):  # type: ignore[no-untyped-def]
+        yield from self._around(item)
+
+    def _around(self, item: Any):  # type: ignore[no-untyped-def]
         mon = self._watch(item)
+        mon.__enter__()
         try:
-            with mon:
-                return (yield)
+            yield
         finally:
-            self._collect(item, mon)
+            mon.__exit__(None, None, None)
+        return self._collect(item, mon)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any):  # type: ignore[no-untyped-def]
+        outcome = yield
+        errors = self._strict.pop(item.nodeid, None) if call.when == "call" else None
+        if not errors:
+            return
+        report = outcome.get_result()
+        if report.passed:  # --gradlint-strict: a passing test with error findings fails
+            lines = "\n".join(f"{f.path}:{f.line}: {f.code} {f.message}" for f in errors)
+            report.outcome = "failed"
+            report.longrepr = f"GradlintFindings: gradlint found autograd misuse in this test:\n{lines}"
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
