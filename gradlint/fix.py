@@ -383,9 +383,12 @@ def _relint(display: str, data: bytes, options: Any) -> List[Finding]:
 
 
 def write_atomic(path: str, data: bytes) -> str:
-    """Replace ``path``'s content with ``data``: a temporary file in the same directory, the
-    original mode, then ``os.replace``. Returns "" or a one-line reason it did not write. A file
-    without any write permission bit is not written, even by a user (root) who could."""
+    """Replace ``path``'s content with ``data``: a temporary file in the same directory, fsynced,
+    with the original mode, owner and group, then ``os.replace``. A file with several hard links
+    is written in place instead (after the complete content was written and synced to the
+    temporary file), so that every link sees the fix. Returns "" or a one-line reason it did not
+    write. A file without any write permission bit is not written, even by a user (root) who
+    could."""
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -404,7 +407,12 @@ def write_atomic(path: str, data: bytes) -> str:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if st.st_nlink > 1:
+            _write_in_place(path, data)
+            os.unlink(tmp)
+            return ""
         os.chmod(tmp, mode)
+        _keep_owner(tmp, st)
         os.replace(tmp, path)
     except OSError as exc:
         try:
@@ -413,6 +421,30 @@ def write_atomic(path: str, data: bytes) -> str:
             pass
         return f"cannot write fixes: {exc.strerror or exc}"
     return ""
+
+
+def _keep_owner(tmp: str, st: os.stat_result) -> None:
+    """The new file gets the original's owner and group (a file fixed by root in a container
+    stays the user's). Where the process may not give the file away, the group alone is kept
+    when possible, and a file owned by the user running gradlint is unaffected."""
+    if not hasattr(os, "chown"):
+        return
+    try:
+        os.chown(tmp, st.st_uid, st.st_gid)
+    except PermissionError:
+        try:
+            os.chown(tmp, -1, st.st_gid)
+        except OSError:
+            pass
+
+
+def _write_in_place(path: str, data: bytes) -> None:
+    """Overwrite the file's content through its existing inode (every hard link sees it)."""
+    with open(path, "r+b") as fh:
+        fh.write(data)
+        fh.truncate()
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 # ------------------------------------------------------------------------ diffs

@@ -289,3 +289,36 @@ def test_default_jobs_follow_the_usable_cpus():
 def test_pre_commit_hooks_run_serially():
     hooks = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
     assert hooks.count("require_serial: true") == hooks.count("- id:")
+
+
+FIXABLE = "import torch\nw = torch.randn(3, requires_grad=True)\nw += 1\n"
+
+
+def _fix(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", "--fix", "--unsafe-fixes",
+                           str(path)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(not hasattr(os, "chown") or os.getuid() != 0, reason="needs root to own a file as another user")
+def test_fix_keeps_owner_group_and_mode(tmp_path):
+    f = tmp_path / "train.py"
+    f.write_text(FIXABLE)
+    os.chown(f, 65534, 65534)
+    f.chmod(0o640)
+    _fix(f)
+    assert f.read_text() != FIXABLE, "nothing was fixed"
+    st = f.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o640)
+
+
+@pytest.mark.skipif(not hasattr(os, "link"), reason="hard links")
+def test_fix_keeps_hard_links(tmp_path):
+    f = tmp_path / "train.py"
+    f.write_text(FIXABLE)
+    other = tmp_path / "link.py"
+    os.link(f, other)
+    _fix(f)
+    assert f.read_text() != FIXABLE, "nothing was fixed"
+    assert other.read_text() == f.read_text()
+    assert os.stat(f).st_ino == os.stat(other).st_ino
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".gradlint-tmp")]
