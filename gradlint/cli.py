@@ -64,6 +64,17 @@ class _CheckCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _one_line_usage_error(self: click.UsageError, file: Any = None) -> None:
+    """Click's usage errors in one line (click prints usage, a hint and the error in four)."""
+    hint = ""
+    if self.ctx is not None:
+        hint = f" (see '{self.ctx.command_path} --help')"
+    click.echo(f"gradlint: error: {self.format_message()}{hint}", err=True)
+
+
+click.UsageError.show = _one_line_usage_error  # type: ignore[method-assign]
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="gradlint", message="%(prog)s %(version)s")
 def main() -> None:
@@ -117,6 +128,8 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_fil
         settings = load_settings(config_path)
         if _split(select) is not None:
             settings.select = _split(select)
+            # the command line wins: a code selected there is not taken away by the config's ignore
+            settings.ignore = settings.unignore(settings.select)
         if _split(ignore) is not None:
             settings.ignore = settings.ignore + _split(ignore)  # type: ignore[operator]
         if _split(extend_select) is not None:
@@ -180,10 +193,15 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_fil
 
 
 def _emit(text: str, output_file: Optional[Path]) -> None:
-    """The report (or diff) to stdout, or to ``--output-file``."""
+    """The report (or diff) to stdout, or to ``--output-file``. A report that cannot be written
+    (a full disk) is a one-line error, exit status 2: never read as "findings"."""
     if output_file is None:
         if text:
-            click.echo(text, nl=False)
+            try:
+                click.echo(text, nl=False)
+                sys.stdout.flush()
+            except OSError as exc:
+                _unwritable_stdout(exc)
         return
     try:
         with open(output_file, "w", encoding="utf-8", newline="") as fh:
@@ -191,6 +209,15 @@ def _emit(text: str, output_file: Optional[Path]) -> None:
     except OSError as exc:
         click.echo(f"gradlint: error: cannot write {output_file}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_ERROR)
+
+
+def _unwritable_stdout(exc: OSError) -> None:
+    try:  # the rest of the buffered report cannot be written either: drop it
+        sys.stdout = open(os.devnull, "w")
+    except OSError:
+        pass
+    click.echo(f"gradlint: error: cannot write the report to stdout: {exc.strerror or exc}", err=True)
+    os._exit(EXIT_ERROR)  # exit now: flushing stdout at interpreter exit would fail again
 
 
 def _confirm_program(confirm: bool, module: Optional[str], paths: Tuple[str, ...],

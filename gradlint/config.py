@@ -56,6 +56,12 @@ class Settings:
     source: Optional[Path] = None  # the config file read, if any
 
     # -------------------------------------------------------------------- selection
+    def unignore(self, selected: Any) -> List[str]:
+        """``ignore`` without the codes (and prefixes) in ``selected``: what the command line's
+        ``--select`` takes back from the configuration's ``ignore``."""
+        chosen = set(_expand_all(selected))
+        return [c for c in (self.ignore or []) if not set(_expand_all([c])) <= chosen]
+
     def selected_codes(self) -> FrozenSet[str]:
         reg = registry()
         if self.select is None:

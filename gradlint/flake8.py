@@ -45,7 +45,10 @@ class Plugin:
         if not any(tok in text for tok in PREFILTER_TOKENS):
             return
         from gradlint.engine import Options, lint_text
+        from gradlint.suppress import is_skipped
 
+        if is_skipped(text.encode("utf-8", "surrogatepass")):  # `# gradlint: skip-file`
+            return
         try:
             findings = lint_text(self.filename, text, Options(codes=_codes()))
         except Exception as exc:  # never a traceback from a plugin: report it as GL001

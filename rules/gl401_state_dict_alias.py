@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from typing import Any, List, Optional, Tuple
 
 import libcst as cst
@@ -103,22 +104,37 @@ class StateDictAlias(Rule):
         return f"{self.model.imports.spelling('copy.deepcopy') or 'copy.deepcopy'}({inner})"
 
     def _import_edit(self, text: str) -> Any:
+        """``import copy`` where isort would put it: among the standard library's ``import``
+        lines in alphabetical order (after ``from __future__``), before the third-party ones."""
         if self.model.imports.spelling("copy.deepcopy") is not None or self._module is None:
             return None  # `copy` (or `deepcopy`) is imported already
         body = self._module.body
-        last_import = None
+        imports = []  # (statement, top-level module, is a plain `import`)
         for stmt in body:
             if isinstance(stmt, cst.SimpleStatementLine) and all(
                 isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
             ):
-                last_import = stmt
+                imports.append((stmt,) + _top_module(stmt.body[0]))
             elif isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(
-                stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString) and last_import is None:
+                stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString) and not imports:
                 continue  # the module docstring
             else:
                 break
-        if last_import is not None:
-            return insert_after(last_import, "\nimport copy")
+        future = [i for i in imports if i[1] == "__future__"]
+        stdlib = [i for i in imports if i[1] != "__future__" and i[1] in _STDLIB]
+        plain = [i for i in stdlib if i[2]]
+        later = [i for i in plain if i[1] > "copy"]
+        if later:
+            return insert_before(later[0][0], "import copy\n")
+        if plain:
+            return insert_after(plain[-1][0], "\nimport copy")
+        if stdlib:
+            return insert_before(stdlib[0][0], "import copy\n")
+        others = [i for i in imports if i[1] != "__future__"]
+        if others:  # only third-party imports: a standard-library group of its own above them
+            return insert_before(others[0][0], "import copy\n\n")
+        if future:
+            return insert_after(future[-1][0], "\n\nimport copy")
         first = next((s for s in body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
                                               and isinstance(s.body[0], cst.Expr)
                                               and isinstance(s.body[0].value, cst.SimpleString))), None)
@@ -181,3 +197,21 @@ def _read_next_time(model: Any, step: Any, loops: Tuple[Any, ...], key: Optional
     iteration reads the snapshot the previous one took)?"""
     shared = [loop for loop in step.loops if loop in loops]
     return bool(shared) and key in model.loop_first_reads.get(id(shared[-1]), ())
+
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
+
+
+def _top_module(stmt: Any) -> Tuple[str, bool]:
+    """The top-level module an import statement names, and whether it is a plain ``import``."""
+    if isinstance(stmt, cst.Import):
+        name = stmt.names[0].name
+        is_plain = True
+    else:
+        if stmt.relative:
+            return ".", False
+        name = stmt.module
+        is_plain = False
+    while isinstance(name, cst.Attribute):
+        name = name.value
+    return (name.value if isinstance(name, cst.Name) else ""), is_plain

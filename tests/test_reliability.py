@@ -322,3 +322,69 @@ def test_fix_keeps_hard_links(tmp_path):
     assert other.read_text() == f.read_text()
     assert os.stat(f).st_ino == os.stat(other).st_ino
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".gradlint-tmp")]
+
+
+# ------------------------------------------------------------------------------ smaller ones
+BAD = "import torch\nw = torch.ones(3, requires_grad=True)\nw.add_(1)\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_report_that_cannot_be_written_is_a_one_line_error(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", str(tmp_path)],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "gradlint: error: cannot write the report to stdout: No space left on device"
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", "--output-file", "/dev/full",
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_select_on_the_command_line_wins_over_the_config_ignore(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "gradlint.toml").write_text('ignore = ["GL101"]\n')
+    quiet = subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", "bad.py"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert quiet.returncode == 0, quiet.stdout
+    chosen = subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", "--select", "GL101", "bad.py"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert chosen.returncode == 1 and "GL101" in chosen.stdout, chosen.stdout
+
+
+def test_flake8_plugin_honours_skip_file():
+    from gradlint.flake8 import Plugin
+
+    lines = ("# gradlint: skip-file\n" + BAD).splitlines(keepends=True)
+    assert list(Plugin(None, lines, "x.py").run()) == []
+    assert list(Plugin(None, BAD.splitlines(keepends=True), "x.py").run())
+
+
+def test_usage_errors_are_one_line():
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-such-option"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("gradlint: error: No such option")
+
+
+RUN_AND_OS_EXIT = textwrap.dedent("""\
+    import os
+    import torch
+    w = torch.ones(3, requires_grad=True)
+    y = w * 2
+    y.grad
+    os._exit(3)
+""")
+
+
+def test_run_reports_before_os_exit_and_honours_the_format(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "prog.py"
+    script.write_text(RUN_AND_OS_EXIT)
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-m", "gradlint", "run", str(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3
+    assert "prog.py:5:1: GL303" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-m", "gradlint", "run", "--format", "json", str(script)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and '"code": "GL303"' in proc.stderr, proc.stderr

@@ -59,9 +59,32 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False, deep:
     from gradlint.runtime.mode import Monitor
 
     mon = Monitor(deep=deep)
-    code, _ = execute(target, args, [mon], module=module)
+    with _report_before_os_exit(lambda: _emit(mon.findings, output, fmt)):
+        code, _ = execute(target, args, [mon], module=module)
     _emit(mon.findings, output, fmt)
     return code
+
+
+@contextlib.contextmanager
+def _report_before_os_exit(report: Any) -> Any:
+    """A program that ends with ``os._exit(n)`` (common after multiprocessing or to skip slow
+    teardown) skips every exit handler: report the findings so far first, then exit as asked."""
+    real = os._exit
+
+    def _exit(status: int) -> None:
+        os._exit = real  # type: ignore[assignment]
+        try:
+            report()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        real(status)
+
+    os._exit = _exit  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real  # type: ignore[assignment]
 
 
 def _set_path0(path: str) -> None:
@@ -124,6 +147,10 @@ def _emit(findings: List, output: Optional[str], fmt: str) -> None:
         else:
             n = len(findings)
             sys.stderr.write(f"gradlint: {n} runtime finding{'s' if n != 1 else ''} written to {output}\n")
+        return
+    if fmt not in ("concise", "full"):  # a machine format without --output: on stderr, as asked
+        sys.stderr.write(render(findings, fmt, ReportContext(files_checked=files)))
+        sys.stderr.flush()
         return
     if not findings:
         sys.stderr.write("gradlint: no autograd misuse observed at runtime.\n")
