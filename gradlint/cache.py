@@ -107,7 +107,11 @@ def _options_fingerprint(options: Any) -> bytes:
 
 
 def key(data: bytes, options: Any) -> str:
+    from gradlint.rule import docs_url
+
     h = hashlib.sha256(code_fingerprint().encode())
+    h.update(b"\0")
+    h.update(docs_url().encode())  # findings carry the rule's URL
     h.update(b"\0")
     h.update(_options_fingerprint(options))
     h.update(b"\0")

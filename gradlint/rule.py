@@ -12,12 +12,24 @@ from __future__ import annotations
 import enum
 import importlib
 import inspect
+import os
 import pkgutil
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
+# Where each rule's documentation is published: one setting. The default points at the project's
+# repository; GRADLINT_DOCS_URL replaces it (a fork, an internal mirror): a URL with "{anchor}"
+# where the rule's anchor goes (e.g. https://example.org/gradlint/rules.html#{anchor}), or a base
+# URL to which "#<anchor>" is appended.
 DOCS_URL = "https://github.com/gradlint/gradlint/blob/main/docs/rules.md#{anchor}"
+
+
+def docs_url() -> str:
+    value = os.environ.get("GRADLINT_DOCS_URL", "").strip()
+    if not value:
+        return DOCS_URL
+    return value if "{anchor}" in value else value.rstrip("#") + "#{anchor}"
 
 
 class Severity(str, enum.Enum):
@@ -175,7 +187,7 @@ class Rule:
 
     @classmethod
     def url(cls) -> str:
-        return DOCS_URL.format(anchor=f"{cls.code}-{cls.name}".lower())
+        return docs_url().format(anchor=f"{cls.code}-{cls.name}".lower())
 
 
 class BackwardRule(Rule):

@@ -388,3 +388,16 @@ def test_run_reports_before_os_exit_and_honours_the_format(tmp_path):
     proc = subprocess.run([sys.executable, "-W", "ignore", "-m", "gradlint", "run", "--format", "json", str(script)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3 and '"code": "GL303"' in proc.stderr, proc.stderr
+
+
+def test_the_docs_url_is_one_setting(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    env = dict(os.environ, GRADLINT_DOCS_URL="https://docs.example.org/gradlint/rules.html")
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "check", "--format", "json", "--cache-dir",
+                           str(tmp_path / "cache"), "bad.py"], cwd=tmp_path, capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert '"url": "https://docs.example.org/gradlint/rules.html#gl101-inplace-on-leaf"' in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "check", "--format", "json", "--cache-dir",
+                           str(tmp_path / "cache"), "bad.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={k: v for k, v in os.environ.items() if k != "GRADLINT_DOCS_URL"})
+    assert "docs.example.org" not in proc.stdout  # the cached result is not reused for another base
