@@ -21,7 +21,8 @@ from gradlint.runtime.confirm import (  # noqa: E402
 )
 
 # (a) a bug on a line that runs (torch raises: the program ends there, uncaught)
-# (b) a static finding on a line that runs but that the runtime cannot see (GL601)
+# (b) a static finding on a line that runs but that the runtime cannot see (GL202: a number that
+#     travels through a Python float)
 # (c) a bug in a function that is never called
 # (d) an in-place op on a leaf through a helper called with unpacked arguments (`*[p]`): the
 #     static model does not follow them
@@ -41,10 +42,10 @@ SCRIPT = textwrap.dedent('''\
 
 
     def train(model, opt, data):
-        for x in data:
-            loss = model(x).sum()
-            loss.backward()  # (b) line 18
-            opt.step()
+        w = torch.tensor([3.0, 4.0], requires_grad=True)
+        norm = float(w.norm())
+        loss = (w / norm).sum()  # (b) line 18
+        loss.backward()
 
 
     def main():
@@ -64,7 +65,7 @@ SCRIPT = textwrap.dedent('''\
     main()
 ''')
 
-EXPECTED = {8: ("GL101", NOT_REACHED), 18: ("GL601", NOT_OBSERVED), 33: ("GL101", CONFIRMED)}
+EXPECTED = {8: ("GL101", NOT_REACHED), 18: ("GL202", NOT_OBSERVED), 33: ("GL101", CONFIRMED)}
 
 
 def _gradlint(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -772,6 +772,8 @@ def _no_graph(m: Monitor, call: str, r: Tensor, i: int) -> Optional[Tuple[str, s
                f"computed without a graph (no_grad, inference_mode or detach()); torch raises")
     if error_expected():
         return None
+    if not _is_grad_enabled():  # grad mode left off: GL306 names where (the graph was never built)
+        return m._report("GL305", message + "; grad mode is off here")
     site = None
     try:
         from gradlint.runtime.nograph import graph_lost_at
@@ -814,6 +816,12 @@ def _h_backward(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
                         m._report("GL205", f"backward() on a leaf tensor ({describe(r)}) made to require grad "
                                            f"after the fact: no other tensor receives a gradient")
                         break
+            if m._leaves:
+                # gradients asked for explicitly (`torch.autograd.grad(f, x)`, `backward(inputs=[x])`:
+                # adversarial attacks, saliency): the new leaf's gradient is the point
+                wanted = args[1] if func is _AUTOGRAD_GRAD and len(args) > 1 else kwargs.get("inputs")
+                for t in _tensors(wanted):
+                    m._grad_read(t)
             m._backward_graph(roots)
     except Exception:
         pass

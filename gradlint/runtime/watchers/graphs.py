@@ -312,6 +312,8 @@ def _marks(value: Any, step: int) -> Tuple[Set[Tuple[str, int]], Any]:
         fn = t.grad_fn
         if fn is None:
             continue
+        if t is value and STEP in (_meta(fn) or {}):
+            continue  # a loss that was back-propagated itself: it holds its own graph, nothing more
         found = _steps_in(t)
         if found:
             out |= {(STEP, n) for n in found}
