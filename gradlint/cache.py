@@ -133,6 +133,8 @@ def _encode(findings: List[Any]) -> Optional[str]:
         del d["path"]
         d["source_line"] = f.source_line
         d["statement_line"] = f.statement_line
+        if f.raw_line:
+            d["raw_line"] = f.raw_line
         if f.fix is not None:
             d["fix"] = {"edits": [[e.start, e.end, e.text] for e in f.fix.edits],
                         "safe": f.fix.safe, "description": f.fix.description}
@@ -157,6 +159,7 @@ def _decode(text: str, display: str) -> List[Any]:
             fixable=bool(d["fixable"]), url=str(d["url"]), source_line=str(d["source_line"]),
             statement_line=int(d["statement_line"]), fix=fix,
             related=tuple((int(r["line"]), int(r["column"]), str(r["message"])) for r in d.get("related", ())),
+            cell=int(d.get("cell", 0)), raw_line=int(d.get("raw_line", 0)),
         ))
     return out
 

@@ -1,4 +1,6 @@
-"""Which files to lint: ``*.py`` (and ``*.pyi``) under the given paths, minus excludes."""
+"""Which files to lint: ``*.py`` and Jupyter notebooks (``*.ipynb``) under the given paths, minus
+excludes. Stub files (``*.pyi``) hold no executable code, so no autograd misuse: they are not
+linted (a stub given explicitly is not either)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Iterable, List, Optional, Tuple
 
 from gradlint.config import ConfigError, Settings
 
-EXTENSIONS = (".py", ".pyi")
+EXTENSIONS = (".py", ".ipynb")
 
 
 Unreadable = Tuple[str, str]  # (path, what went wrong: "cannot read directory: Permission denied")
@@ -38,7 +40,8 @@ def discover(paths: Iterable[str], settings: Settings,
         if not exists:
             raise ConfigError(f"path not found: {raw}")
         if is_file:
-            candidates = [] if settings.is_excluded(raw) or _in_excluded_dir(raw, settings) else [raw]
+            skip = settings.is_excluded(raw) or _in_excluded_dir(raw, settings) or raw.endswith(".pyi")
+            candidates = [] if skip else [raw]
         else:
             candidates = _walk(raw, settings, unreadable)
         for c in candidates:

@@ -79,6 +79,8 @@ def decode(data: bytes) -> str:
 
 
 def lint_bytes(display: str, data: bytes, options: Options) -> List[Finding]:
+    if display.endswith(".ipynb"):
+        return lint_notebook(display, data, options)
     if is_skipped(data):
         return []
     codes = options.codes
@@ -94,6 +96,38 @@ def lint_bytes(display: str, data: bytes, options: Options) -> List[Finding]:
             col = exc.start - (before.rfind(b"\n") + 1) + 1
         return [_finding(SyntaxErrorRule, display, line, col, f"cannot decode file: {exc}")]
     return lint_text(display, text, options)
+
+
+def lint_notebook(display: str, data: bytes, options: Options) -> List[Finding]:
+    """A Jupyter notebook: its code cells linted as one script (gradlint.notebook), each finding
+    placed in its cell. A notebook that cannot be read is one GL000 finding."""
+    from gradlint import notebook
+
+    try:
+        nb = notebook.load(data)
+    except notebook.NotebookError as exc:
+        if SyntaxErrorRule.code not in options.codes:
+            return []
+        return [_finding(SyntaxErrorRule, display, 1, 1, str(exc))]
+    if not nb.python or is_skipped(nb.script.encode("utf-8", "surrogatepass")):
+        return []
+    return [in_cell(nb, f) for f in lint_text(display, nb.script, options)]
+
+
+def in_cell(nb: Any, f: Finding) -> Finding:
+    """A finding on the notebook's script, placed in its cell (the fix keeps the script's
+    offsets: ``gradlint.fix`` applies it to the script and writes the cells back)."""
+    cell, line = nb.locate(f.line)
+    end_cell, end_line = nb.locate(f.end_line)
+    related = []
+    for rline, rcol, rmsg in f.related:
+        rcell, rl = nb.locate(rline)
+        related.append((rl, rcol, rmsg if rcell == cell else f"cell {rcell}: {rmsg}"))
+    return dataclasses.replace(
+        f, cell=cell, line=line, end_line=end_line if end_cell == cell else line,
+        statement_line=nb.locate(f.statement_line)[1] if f.statement_line else 0,
+        related=tuple(related), raw_line=nb.raw_line(cell, line) if cell else 0,
+    )
 
 
 def lint_text(display: str, text: str, options: Options) -> List[Finding]:

@@ -315,8 +315,38 @@ class FileFix:
     new_text: Optional[str] = None  # the fixed text, when it differs
 
 
+def fix_notebook(display: str, data: bytes, options: Any, unsafe: bool = False) -> Tuple[FileFix, Optional[bytes]]:
+    """Fix a notebook's code cells (as one script), then write the changed cells back into its
+    JSON, with outputs, metadata, cell ids, key order and formatting kept."""
+    from gradlint import notebook
+    from gradlint.engine import in_cell, lint_data
+
+    try:
+        nb = notebook.load(data)
+    except notebook.NotebookError:
+        return FileFix(display, lint_data(display, data, options)), None
+    if not nb.python:
+        return FileFix(display, []), None
+    try:
+        result = fix_text(display, nb.script, options, unsafe)
+        new_raw = nb.with_script(result.text) if not result.error and result.text != nb.script else None
+        after = notebook.load(new_raw.encode("utf-8")) if new_raw is not None else nb
+    except Exception as exc:  # a crash while fixing must not lose the notebook
+        return (FileFix(display, lint_data(display, data, options),
+                        error=f"internal error while fixing: {type(exc).__name__}: {exc}"), None)
+    out = FileFix(display, [in_cell(after, f) for f in result.findings], fixed=result.fixed, error=result.error,
+                  note=result.note, skipped_unsafe=result.skipped_unsafe)
+    if new_raw is None:
+        return out, None
+    out.diff = unified_diff(display, nb.raw, new_raw)
+    out.new_text = new_raw
+    return out, new_raw.encode("utf-8")
+
+
 def fix_source(display: str, data: bytes, options: Any, unsafe: bool = False) -> Tuple[FileFix, Optional[bytes]]:
     """Fix the bytes of one file in memory: (result, the new bytes or None when unchanged)."""
+    if display.endswith(".ipynb"):
+        return fix_notebook(display, data, options, unsafe)
     try:
         src = read_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:

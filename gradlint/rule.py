@@ -80,9 +80,23 @@ class Finding:
     # other places that belong to the finding (the symptom, when the finding is at the cause):
     # (line, column, message)
     related: Tuple[Tuple[int, int, str], ...] = ()
+    # notebooks: the cell (1-based position among all cells; ``line`` is then the line in the
+    # cell) and the line of the .ipynb file that holds that source line
+    cell: int = 0
+    raw_line: int = 0
 
     def sort_key(self) -> Tuple[Any, ...]:
-        return (self.path, self.line, self.column, self.code, self.message)
+        return (self.path, self.cell, self.line, self.column, self.code, self.message)
+
+    @property
+    def file_line(self) -> int:
+        """The line in the file itself (for formats that point into the file: SARIF, GitHub)."""
+        return self.raw_line or self.line
+
+    @property
+    def where(self) -> str:
+        """``line`` or ``cell N:line`` (notebooks)."""
+        return f"cell {self.cell}:{self.line}" if self.cell else str(self.line)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -99,6 +113,7 @@ class Finding:
             "fixable": self.fixable,
             "url": self.url,
             "related": [{"line": ln, "column": col, "message": msg} for ln, col, msg in self.related],
+            **({"cell": self.cell} if self.cell else {}),
         }
 
 

@@ -576,13 +576,13 @@ def test_discovery_skips_default_excluded_dirs(tmp_path):
               "node_modules", "src/__pycache__", "src/build"):
         write(tmp_path / d / "bad.py", BAD)
     write(tmp_path / "src" / "bad.py", BAD)
-    write(tmp_path / "src" / "stub.pyi", BAD)
+    write(tmp_path / "src" / "stub.pyi", BAD)  # a stub holds no executable code: not linted
     write(tmp_path / "src" / "notes.txt", BAD)
     write(tmp_path / "src" / "script", BAD)  # no .py: not linted
     r = check(".")
     paths = sorted({line.split(":")[0] for line in lines(r.stdout) if ": GL" in line})
-    assert paths == [os.path.join("src", "bad.py"), os.path.join("src", "stub.pyi")]
-    assert lines(r.stdout)[-1].endswith("in 2 files.")
+    assert paths == [os.path.join("src", "bad.py")]
+    assert lines(r.stdout)[-1].endswith("in 1 file.")
 
 
 def test_discovery_dedupes_and_counts_files(tmp_path):

@@ -422,10 +422,10 @@ def test_settings_is_excluded(tmp_path):
 
 
 def test_discover_order_and_missing_path(tmp_path):
-    for p in ("b/z.py", "b/a.py", "a.py", "c.pyi", "d.txt"):
+    for p in ("b/z.py", "b/a.py", "a.py", "c.pyi", "d.txt", "e.ipynb"):
         write(tmp_path / p, "")
     s = Settings(root=tmp_path)
-    assert [Path(p).as_posix() for p in discover(["."], s)] == ["a.py", "c.pyi", "b/a.py", "b/z.py"]
+    assert [Path(p).as_posix() for p in discover(["."], s)] == ["a.py", "e.ipynb", "b/a.py", "b/z.py"]
     with pytest.raises(ConfigError, match="path not found: nope"):
         discover(["a.py", "nope"], s)
 

@@ -126,12 +126,21 @@ def test_pre_commit_hooks(tmp_path):
                          text=True, check=True).stdout.strip()
     config = (f"repos:\n- repo: {hooks.as_posix()}\n  rev: {rev}\n  hooks:\n"
               f"  - id: gradlint\n  - id: gradlint-fix\n")
+    notebook = json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": 1, "id": "a", "metadata": {}, "outputs": [],
+                   "source": ["import torch\n", "w = torch.ones(3, requires_grad=True)"]},
+                  {"cell_type": "code", "execution_count": 2, "id": "b", "metadata": {},
+                   "outputs": [{"output_type": "stream", "name": "stdout", "text": ["ok\n"]}],
+                   "source": ["%time (w * w).sum().backward()\n", "w -= 0.1 * w.grad"]}],
+        "metadata": {"kernelspec": {"language": "python", "name": "python3"}}, "nbformat": 4,
+        "nbformat_minor": 5}, indent=1) + "\n"
     proj = _git_repo(tmp_path / "proj", {"bad.py": BAD, "good.py": GOOD, "notes.txt": "torch\n",
-                                         ".pre-commit-config.yaml": config}, env)
+                                         "train.ipynb": notebook, ".pre-commit-config.yaml": config}, env)
 
     r = _pre_commit("run", "gradlint", "--all-files", cwd=proj, env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "bad.py:3:1: GL101 in-place `.add_()`" in r.stdout
+    assert "train.ipynb:cell 2:2:1: GL101" in r.stdout  # notebooks too (types_or: jupyter)
     assert "good.py" not in r.stdout.replace("bad.py", "")
 
     # the fix hook: GL101's manual update is fixed (pre-commit fails: files were modified) ...
@@ -141,6 +150,10 @@ def test_pre_commit_hooks(tmp_path):
     assert "files were modified by this hook" in r.stdout
     assert (proj / "bad.py").read_text(encoding="utf-8") == (
         "import torch\nw = torch.ones(3, requires_grad=True)\nwith torch.no_grad():\n    w -= 0.1 * w.grad\n")
+    fixed_nb = json.loads((proj / "train.ipynb").read_text(encoding="utf-8"))
+    assert fixed_nb["cells"][1]["source"] == ["%time (w * w).sum().backward()\n", "with torch.no_grad():\n",
+                                              "    w -= 0.1 * w.grad"]
+    assert fixed_nb["cells"][1]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": ["ok\n"]}]
     # ... and then both hooks pass
     r = _pre_commit("run", "--all-files", cwd=proj, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -181,7 +194,7 @@ def test_pre_commit_hooks_manifest():
     assert hooks["gradlint-fix"]["entry"] == "gradlint check --fix"
     for h in hooks.values():
         # one gradlint run with its own pool, not one pool per batch of files
-        assert h["language"] == "python" and h["types"] == ["python"] and h["require_serial"] is True
+        assert h["language"] == "python" and h["types_or"] == ["python", "jupyter"] and h["require_serial"] is True
 
 
 # ======================================================================================= flake8

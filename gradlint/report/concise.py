@@ -30,7 +30,7 @@ def severity_style(severity: Severity) -> str:
 def header(f: Finding, ctx: "ReportContext") -> str:
     path = paint(f.path, BOLD, ctx)
     code = paint(f.code, severity_style(f.severity), ctx)
-    return f"{path}:{f.line}:{f.column}: {code} {f.message}"
+    return f"{path}:{f.where}:{f.column}: {code} {f.message}"
 
 
 def plural(n: int, word: str) -> str:

@@ -27,7 +27,7 @@ def block(f: Finding, ctx: "ReportContext") -> List[str]:
     gutter = " " * width
     lines = [
         header(f, ctx),
-        f"{f.line} |" + (f" {f.source_line}" if f.source_line else ""),
+        f"{f.line} |" + (f" {f.source_line}" if f.source_line else ""),  # (a notebook: the cell's line)
         f"{gutter} | {paint(carets(f), severity_style(f.severity), ctx)}",
     ]
     for line, column, message in f.related:

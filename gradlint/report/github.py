@@ -20,7 +20,7 @@ def escape_property(text: str) -> str:
 
 def command(f: Finding) -> str:
     kind = "error" if f.severity is Severity.ERROR else "warning"
-    props = {
+    props = {"file": f.path, "line": f.file_line, "title": f"gradlint ({f.code})"} if f.cell else {
         "file": f.path,
         "line": f.line,
         "col": f.column,

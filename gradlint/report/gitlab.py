@@ -57,7 +57,7 @@ def issues(findings: List[Finding]) -> List[Dict[str, Any]]:
             "check_name": f.code,
             "fingerprint": fingerprint(path, f.code, f.source_line, occurrence),
             "severity": "major" if f.severity is Severity.ERROR else "minor",
-            "location": {"path": path, "lines": {"begin": f.line, "end": max(f.end_line, f.line)}},
+            "location": {"path": path, "lines": {"begin": f.file_line, "end": f.file_line if f.cell else max(f.end_line, f.line)}},
         })
     return out
 

@@ -46,7 +46,7 @@ def build(findings: List[Finding], ctx: "ReportContext") -> ET.Element:
             "line": str(items[0].line),
         })
         for f in items:
-            text = f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}"
+            text = f"{f.path}:{f.where}:{f.column}: {f.code} {f.message}"
             if f.hint:
                 text += f"\nhint: {f.hint}"
             failure = ET.SubElement(case, "failure", {

@@ -72,7 +72,8 @@ def result(f: Finding, index: int) -> Dict[str, Any]:
             {
                 "physicalLocation": {
                     "artifactLocation": location,
-                    "region": {
+                    # a notebook: the line of the .ipynb file that holds the source line
+                    "region": {"startLine": f.file_line} if f.cell else {
                         "startLine": f.line,
                         "startColumn": f.column,
                         "endLine": f.end_line,
@@ -82,7 +83,7 @@ def result(f: Finding, index: int) -> Dict[str, Any]:
             }
         ],
     }
-    if f.related:
+    if f.related and not f.cell:  # (a notebook's related lines are lines of its cells)
         r["relatedLocations"] = [
             {
                 "id": i,

@@ -33,6 +33,8 @@ def execute(target: str, args: Sequence[str], contexts: Sequence[Any], *, module
                 stack.enter_context(c)
             if module:
                 runpy.run_module(target, run_name="__main__", alter_sys=True)
+            elif target.endswith(".ipynb"):
+                _run_notebook(os.path.abspath(target))
             else:
                 runpy.run_path(os.path.abspath(target), run_name="__main__")
     except SystemExit as exc:
@@ -55,14 +57,65 @@ def execute(target: str, args: Sequence[str], contexts: Sequence[Any], *, module
 def run_program(target: str, args: Sequence[str], *, module: bool = False, deep: bool = False,
                 output: Optional[str] = None, fmt: str = "concise") -> int:
     """Run the program under the monitor; return the exit status it would have had (the caller
-    exits with it)."""
+    exits with it). A notebook (``.ipynb``) runs its code cells in order as one script."""
     from gradlint.runtime.mode import Monitor
 
     mon = Monitor(deep=deep)
-    with _report_before_os_exit(lambda: _emit(mon.findings, output, fmt)):
+
+    def findings() -> List:
+        return _in_cells(mon.findings)
+
+    with _report_before_os_exit(lambda: _emit(findings(), output, fmt)):
         code, _ = execute(target, args, [mon], module=module)
-    _emit(mon.findings, output, fmt)
+    _emit(findings(), output, fmt)
     return code
+
+
+_NOTEBOOKS: dict = {}  # absolute path -> gradlint.notebook.Notebook, for the notebooks run
+
+
+def _run_notebook(path: str) -> None:
+    """Run a notebook's code cells in order as one script in ``__main__``; IPython lines (magics,
+    shell commands, help) are skipped, said once on stderr. The script is registered with
+    ``linecache`` under the notebook's path, so tracebacks and the monitor's source reading
+    show the cells' code."""
+    import linecache
+    import types
+
+    from gradlint import notebook
+
+    with open(path, "rb") as fh:
+        nb = notebook.load(fh.read())
+    _NOTEBOOKS[path] = nb
+    skipped = sum(len(c.masked) for c in nb.cells)
+    if skipped:
+        sys.stderr.write(f"gradlint: {skipped} IPython line{'s' if skipped != 1 else ''} (magics, shell "
+                         f"commands) skipped in {os.path.basename(path)}\n")
+    lines = nb.script.splitlines(keepends=True)
+    linecache.cache[path] = (len(nb.script), None, lines, path)
+    code = compile(nb.script, path, "exec")
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
+def _in_cells(findings: List) -> List:
+    """Runtime findings in a notebook that was run: placed in their cells."""
+    if not _NOTEBOOKS:
+        return findings
+    from gradlint.engine import in_cell
+
+    out = []
+    for f in findings:
+        nb = _NOTEBOOKS.get(os.path.abspath(f.path))
+        out.append(in_cell(nb, f) if nb is not None else f)
+    return out
 
 
 @contextlib.contextmanager
