@@ -9,7 +9,8 @@ An entry's key is the sha256 of
   and of the rules package, libcst's version and Python's version (GL000 messages come from
   Python's parser). Computed once per process, before the pool forks.
 
-Layout: ``<dir>/.gitignore`` (``*``), ``<dir>/CACHEDIR.TAG``, ``<dir>/v1/<key>.json``, one small
+Layout: ``<dir>/.gitignore`` (``*``), ``<dir>/CACHEDIR.TAG``, ``<dir>/codes-<fingerprint>.json`` (the
+rule codes, so that a fully cached run imports no rule module), ``<dir>/v1/<key>.json``, one small
 JSON file per entry holding the findings (``Finding.to_dict()`` without the path, plus
 ``source_line``, ``statement_line`` and the fix, so that ``--fix`` works from cached findings).
 
@@ -89,6 +90,17 @@ def code_fingerprint() -> str:
 
 
 def _libcst_version() -> str:
+    # libcst's own version file, read (not imported: a warm run imports neither libcst nor the
+    # heavy importlib.metadata); the installed metadata where that file is missing
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("libcst")
+        if spec is not None and spec.origin:
+            with open(os.path.join(os.path.dirname(spec.origin), "_version.py"), encoding="utf-8") as fh:
+                return fh.read().strip()[-200:]
+    except (OSError, ImportError, ValueError):
+        pass
     try:
         from importlib.metadata import version
 
@@ -253,3 +265,29 @@ def clean(cache_dir: str) -> Optional[Tuple[int, int]]:
                 pass
     shutil.rmtree(cache_dir)
     return entries, size
+
+
+# ----------------------------------------------------------------------------- the code list
+def _code_table_path(cache_dir: str) -> str:
+    """``<dir>/codes-<fingerprint>.json``: beside the entries, not among them."""
+    return os.path.join(cache_dir, f"codes-{code_fingerprint()[:32]}.json")
+
+
+def load_code_table(cache_dir: str) -> Optional[Dict[str, bool]]:
+    """The light code list (``gradlint.rule.code_table``) an earlier run of the same code wrote."""
+    try:
+        with open(_code_table_path(cache_dir), encoding="utf-8") as fh:
+            data = json.load(fh)
+        if isinstance(data, dict) and data and all(isinstance(v, bool) for v in data.values()):
+            return {str(k): v for k, v in data.items()}
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def store_code_table(cache_dir: str, table: Dict[str, bool]) -> None:
+    try:
+        _ensure_dir(cache_dir)  # the directory with its .gitignore and CACHEDIR.TAG
+        _write_atomic(_code_table_path(cache_dir), json.dumps(table))
+    except (OSError, ValueError):
+        pass

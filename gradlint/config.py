@@ -17,7 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from gradlint.rule import Severity, expand_selector, registry
+from gradlint.rule import Severity, code_table, expand_selector
 
 
 class ConfigError(Exception):
@@ -63,9 +63,9 @@ class Settings:
         return [c for c in (self.ignore or []) if not set(_expand_all([c])) <= chosen]
 
     def selected_codes(self) -> FrozenSet[str]:
-        reg = registry()
+        table = code_table()  # the light list: no rule module imported when it is cached
         if self.select is None:
-            codes = {c for c, r in reg.items() if r.default_enabled}
+            codes = {c for c, on in table.items() if on}
         else:
             codes = set(_expand_all(self.select))
         codes |= set(_expand_all(self.extend_select))
@@ -246,7 +246,7 @@ def settings_from_table(table: Dict[str, Any], path: Path) -> Settings:
         if not isinstance(sev, dict):
             raise ConfigError(f"{where}: `severity` must be {KEYS['severity']}")
         for code, value in sev.items():
-            if code.upper() not in registry():
+            if code.upper() not in code_table():
                 raise ConfigError(f"{where}: unknown rule code `{code}` in `severity`")
             s.severity[code.upper()] = _severity(value, where, f"severity.{code}")
     # validate every code now, so a typo is an error even if it would select nothing

@@ -355,15 +355,48 @@ def lint_task(task: Task) -> List[Finding]:
             return []
         return [_finding(SyntaxErrorRule, task.display, 1, 1, f"cannot read file: {exc.strerror or exc}")]
     if task.cache_dir is None:
-        return lint_data(task.display, data, task.options)
+        return _lint_one(task.display, data, task.options)
     from gradlint import cache
 
     key = cache.key(data, task.options)  # the bytes' hash, before any decoding or parsing
     findings = cache.load(task.cache_dir, key, task.display)
     if findings is None:
-        findings = lint_data(task.display, data, task.options)
+        findings = _lint_one(task.display, data, task.options)
         cache.store(task.cache_dir, key, findings)
     return findings
+
+
+# A file at least this large is parsed by one worker at a time: libcst's parse of a file peaks at
+# about 800 times its size in memory (a 1.4 MB module: 1.1 GiB), so two such parses at once
+# would double the peak of the whole run. `python -m bench.memory` measures where the peak
+# comes from; below this size a parse stays under about 200 MiB.
+BIG_FILE_BYTES = 256 * 1024
+_BIG_LOCK: Any = None  # a multiprocessing lock shared by the pool's workers
+
+
+def _lint_one(display: str, data: bytes, options: Options) -> List[Finding]:
+    if _BIG_LOCK is not None and len(data) >= BIG_FILE_BYTES:
+        with _BIG_LOCK:
+            try:
+                return lint_data(display, data, options)
+            finally:
+                _give_back_memory()
+    return lint_data(display, data, options)
+
+
+def _give_back_memory() -> None:
+    """After a huge parse: free its objects now and hand the freed heap back to the operating
+    system (glibc keeps it otherwise), so that the worker does not hold a peak's worth of memory
+    while the other worker parses the next huge file."""
+    import gc
+
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 # A file that takes longer than this (seconds) is a GL001 finding, not a hang (GRADLINT_FILE_TIMEOUT;
@@ -421,9 +454,11 @@ def _lint_batch(tasks: Sequence[Task]) -> List[Finding]:
     return out
 
 
-def _init_worker(parent: Optional[int] = None) -> None:
+def _init_worker(parent: Optional[int] = None, big_lock: Any = None) -> None:
+    global _BIG_LOCK
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     registry()
+    _BIG_LOCK = big_lock
     if parent is None:
         return
     # a worker leaves stopping to the main process (Ctrl-C reaches the whole process group), and
@@ -485,13 +520,43 @@ def lint_tasks(tasks: Sequence[Task], jobs: int = 1) -> List[Finding]:
         from gradlint import cache
 
         cache.code_fingerprint()  # once, here: forked workers inherit it
+        # the cached results first, in this process (a warm run starts no pool and imports no
+        # rule module); only the files that need linting go on
+        findings, tasks = _cached(tasks)
+        if not tasks:
+            findings.sort(key=Finding.sort_key)
+            return findings
     if jobs <= 1 or len(tasks) < 2 or _small(tasks):
-        _init_worker()
-        findings = _lint_batch(tasks)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+        findings.extend(_lint_batch(tasks))
     else:
-        findings = _pooled(_batches(tasks, jobs), jobs)
+        findings.extend(_pooled(_batches(tasks, jobs), jobs))
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _cached(tasks: Sequence[Task]) -> Tuple[List[Finding], List[Task]]:
+    """(the findings of the tasks whose result is cached, the tasks still to lint)."""
+    from gradlint import cache
+
+    found: List[Finding] = []
+    todo: List[Task] = []
+    for t in tasks:
+        if t.cache_dir is None or t.path is None:
+            todo.append(t)
+            continue
+        try:
+            with open(t.path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            todo.append(t)  # reported by lint_task
+            continue
+        hit = cache.load(t.cache_dir, cache.key(data, t.options), t.display)
+        if hit is None:
+            todo.append(t)
+        else:
+            found.extend(hit)
+    return found, todo
 
 
 def _pooled(batches: List[List[Task]], jobs: int) -> List[Finding]:
@@ -500,9 +565,12 @@ def _pooled(batches: List[List[Task]], jobs: int) -> List[Finding]:
     again one file per process, and the file that kills its process is a GL001 finding. On
     KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) every worker is killed and
     reaped before the exception goes on."""
+    import multiprocessing
+
     findings: List[Finding] = []
+    big_lock = multiprocessing.Lock()  # one huge parse at a time (BIG_FILE_BYTES)
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_init_worker,
-                               initargs=(os.getpid(),))
+                               initargs=(os.getpid(), big_lock))
     pending: Dict[Any, List[Task]] = {}
     try:
         pending = {pool.submit(_lint_batch, b): b for b in batches}

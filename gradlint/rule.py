@@ -397,11 +397,48 @@ def visit_rules() -> Dict[str, Type[Rule]]:
 CODE_RE = re.compile(r"^GL\d{0,3}$|^ALL$")
 
 
+# ---------------------------------------------------------------------------- the light code list
+# Choosing the codes to check (defaults, prefixes, ALL, validation of the configuration) needs only
+# each rule's code and whether it is on by default. Importing every rule module for that (and
+# libcst with them) is most of a fully cached run's time, so the first run writes the list into
+# the results cache, keyed by the fingerprint of gradlint's code; later runs read it from there and
+# import the rules only when a file must really be linted.
+_CODE_TABLE: Optional[Dict[str, bool]] = None  # code -> on by default
+_CODE_TABLE_DIR: Optional[str] = None
+
+
+def use_code_table_cache(cache_dir: Optional[str]) -> None:
+    """Where the light code list is kept (the results cache directory; None: not kept)."""
+    global _CODE_TABLE_DIR
+    _CODE_TABLE_DIR = cache_dir
+
+
+def code_table() -> Dict[str, bool]:
+    """code -> on by default, for every rule: from the loaded registry, else from the list an
+    earlier run with the same code wrote into the cache, else from the registry (then written)."""
+    global _CODE_TABLE
+    if _CODE_TABLE is not None:
+        return _CODE_TABLE
+    if _REGISTRY is None and _CODE_TABLE_DIR is not None:
+        from gradlint import cache
+
+        table = cache.load_code_table(_CODE_TABLE_DIR)
+        if table is not None:
+            _CODE_TABLE = table
+            return table
+    _CODE_TABLE = {c: bool(r.default_enabled) for c, r in registry().items()}
+    if _CODE_TABLE_DIR is not None:
+        from gradlint import cache
+
+        cache.store_code_table(_CODE_TABLE_DIR, _CODE_TABLE)
+    return _CODE_TABLE
+
+
 def expand_selector(selector: str) -> List[str]:
     """``GL101`` -> [GL101]; ``GL1`` -> every GL1xx; ``ALL`` -> everything. Raises ValueError
     for something that selects nothing."""
     sel = selector.strip().upper()
-    codes = list(registry())
+    codes = list(code_table())
     if sel == "ALL":
         return codes
     if not CODE_RE.match(sel):

@@ -210,12 +210,16 @@ def test_pytest_plugin_with_pluggy_older_than_1_2(tmp_path):
                              text=True).stdout.strip()
     assert version == "1.0.0"
     (tmp_path / "test_suite.py").write_text(OLD_PLUGGY_SUITE)
-    off = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    # only gradlint's plugin (loaded as its entry point would load it): other plugins installed
+    # next to the system's newer pytest may not support pytest 7
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    plugin = ["-p", "gradlint.runtime.pytest_plugin"]
+    off = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "test_suite.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert off.returncode == 0 and "3 passed" in off.stdout, off.stdout + off.stderr
-    strict = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
+    strict = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "-W", "ignore",
                              "--gradlint-strict", "test_suite.py"], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=600)
+                            text=True, timeout=600, env=env)
     # the non-leaf .grad read fails the test under --gradlint-strict; the test that expects
     # torch's error (pytest.raises) does not
     assert "1 failed, 2 passed" in strict.stdout, strict.stdout + strict.stderr
