@@ -7,7 +7,7 @@ files, one process and N processes), the ratio of each to the floor, lines per s
 memory; and ruff / fixit / torchfix / torch-preflight on the same files when installed. Prints
 Markdown tables.
 
-Each tree is copied (its .py/.pyi files only) to a temporary directory first, so the "edited"
+Each tree is copied (the files gradlint lints: .py, and .ipynb) to a temporary directory first, so the "edited"
 run can change a file without touching the original; every command is a fresh subprocess
 (interpreter start and imports included, as a user sees it). Times are the median of
 ``--repeat`` runs (default 3); ``--slow-repeat`` (default 1) for the cold runs and the floors.

@@ -432,6 +432,19 @@ def rules_cmd(fmt: str) -> None:
         click.echo(rules_text(), nl=False)
 
 
+@main.command("server")
+@click.option("--stdio", is_flag=True, hidden=True, help="Accepted (and ignored) for clients that pass it.")
+def server_cmd(stdio: bool) -> None:
+    """Run the language server (LSP over stdin/stdout) for editors (needs pygls)."""
+    try:
+        import pygls  # noqa: F401
+    except ImportError:
+        raise _Fail("the language server needs pygls: pip install 'torch-gradlint[lsp]'") from None
+    from gradlint.server import main as serve
+
+    serve()
+
+
 @main.command("clean")
 @click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False), default=None, envvar="GRADLINT_CACHE_DIR",
               help="Cache directory (default: .gradlint_cache in the current directory).")
