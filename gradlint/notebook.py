@@ -173,9 +173,10 @@ def _mask(lines: List[str]) -> Dict[int, str]:
             lines[i] = m.group(1) + "None"
             continue
         m = _HELP.match(text)
-        if m:
-            masked[i] = text
-            lines[i] = (m.group(1) or m.group(3) or "") + "pass"
+        stripped = text.strip()
+        if m or (stripped.endswith("?") and "#" not in stripped and not stripped.startswith(("'", '"'))):
+            masked[i] = text  # IPython help: `name?`, `obj.attr??`, `torch.*Tensor?`
+            lines[i] = text[: len(text) - len(text.lstrip())] + "pass"
     return masked
 
 

@@ -53,7 +53,8 @@ class BackwardWithoutGraph(Rule):
             cause = value.made_node
             if cause is not None and cause is not self.model.current_statement:
                 # at the line where the graph was lost (computed under no_grad, through argmax, ...)
-                self.report(cause, context=(cause, ()), note=" (the graph is lost here)",
+                # (the backward's own context decides whether the error is expected there)
+                self.report(cause, context=(cause, (), self.model.expecting_error), note=" (the graph is lost here)",
                             related=[(node, "the backward() that raises")])
             else:
                 self.report(node)

@@ -30,7 +30,7 @@ NOTEBOOK = {
     "cells": [
         _cell(["# Training\n", "A notebook with bugs in several cells."], kind="markdown", cid="md"),
         _cell(["%matplotlib inline\n", "%load_ext autoreload\n", "import torch\n",
-               "w = torch.randn(3, requires_grad=True)"], cid="setup"),
+               "w = torch.randn(3, requires_grad=True)\n", "torch.*Tensor?"], cid="setup"),
         _cell(["!pip install nothing\n", "loss = (w * 2).sum()\n", "loss.backward()\n",
                "w -= 0.1 * w.grad\n", "w?"], outputs=OUTPUT, cid="step"),
         _cell(["%%bash\n", "echo this is not python (\n"], cid="shell"),

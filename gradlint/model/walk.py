@@ -623,7 +623,13 @@ class Walker:
     def _try(self, node: Any) -> None:
         model = self.model
         before = model.snapshot()
-        body_ends = self._block(node.body)
+        saved_expecting = model.expecting_error
+        if self._handles_torch_error(node):
+            model.expecting_error = True  # the body demonstrates torch's error (a tutorial, a test)
+        try:
+            body_ends = self._block(node.body)
+        finally:
+            model.expecting_error = saved_expecting
         after_body = model.env
         ends: List[Any] = []
         for h in node.handlers:
@@ -645,6 +651,25 @@ class Walker:
         model.restore(Model.join(ends) if ends else Model.join([before, after_body]))
         if node.finalbody is not None:
             self._block(node.finalbody.body)
+
+    @staticmethod
+    def _handles_torch_error(node: Any) -> bool:
+        """``try: ... except RuntimeError: <no raise>``: the error torch raises in the body is
+        caught and handled for good, so the code expects it (``print(e)`` in a tutorial). A
+        handler that re-raises (``if "out of memory" in str(e): ... else: raise``) does not
+        count, nor does ``except Exception`` (a training loop's catch-all)."""
+        for h in node.handlers:
+            names = []
+            t = h.type
+            for item in (t.elements if isinstance(t, cst.Tuple) else [t] if t is not None else []):
+                expr = item.value if isinstance(item, cst.Element) else item
+                names.append((dotted(expr) or "").rsplit(".", 1)[-1])
+            if "RuntimeError" not in names:
+                continue
+            reraises = any(isinstance(n, cst.Raise) for n in _walk_nodes(h.body))
+            if not reraises:
+                return True
+        return False
 
     def _match(self, node: Any) -> None:
         model = self.model
@@ -830,3 +855,14 @@ def _carried_change(before: Dict[str, Value], after: Dict[str, Value], outer: An
         if (a.kind in ("tensor", "ndarray") or b.kind in ("tensor", "ndarray")) and _shape(a) != _shape(b):
             return True
     return False
+
+
+def _walk_nodes(node: Any) -> Any:
+    """Every node below ``node`` (libcst), outside nested functions and classes."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for child in n.children:
+            if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                stack.append(child)

@@ -223,14 +223,33 @@ _EXPECTING = ("raises", "assertRaises", "assertRaisesRegex")
 
 
 def error_expected() -> bool:
-    """The current call runs inside ``with pytest.raises(...)`` (or ``self.assertRaises``) in
-    one of the user's frames: the program expects torch's error (a test of that error)."""
+    """The current call runs inside ``with pytest.raises(...)`` (or ``self.assertRaises``), or in
+    the body of ``try: ... except RuntimeError:`` whose handler does not re-raise, in one of the
+    user's frames: the program expects torch's error (a test or a tutorial of that error)."""
     for frame in user_frames():
         try:
-            if enclosing_with(frame, frame.f_lineno, _EXPECTING) is not None:
+            if enclosing_with(frame, frame.f_lineno, _EXPECTING) is not None or _caught(frame):
                 return True
         except Exception:
             pass
+    return False
+
+
+def _caught(frame: FrameType) -> bool:
+    tree = _tree(frame.f_code.co_filename)
+    if tree is None:
+        return False
+    line = frame.f_lineno
+    for node in _own_nodes(_scope_of(tree, frame)):
+        if not isinstance(node, ast.Try) or not node.body:
+            continue
+        if not (node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno)):
+            continue
+        for h in node.handlers:
+            types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type] if h.type is not None else []
+            named = [t.attr if isinstance(t, ast.Attribute) else getattr(t, "id", "") for t in types]
+            if "RuntimeError" in named and not any(isinstance(n, ast.Raise) for n in ast.walk(h)):
+                return True
     return False
 
 
