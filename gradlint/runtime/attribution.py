@@ -60,43 +60,30 @@ def _skipped(name: str, skip: Tuple[str, ...]) -> bool:
     return False
 
 
-def where(depth: int = 1) -> Tuple[str, int]:
-    """``(path, line)`` of the innermost frame whose file is outside torch, NumPy, gradlint and
-    the standard library (``("<unknown>", 0)`` when there is none, for example on an autograd
-    worker thread)."""
-    skip = _skip_prefixes()
-    frame = sys._getframe(depth)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not _skipped(name, skip):
-            return display_path(name), frame.f_lineno
-        frame = frame.f_back
-    return "<unknown>", 0
-
-
-def where_raw(depth: int = 1) -> Tuple[str, int]:
-    """``where()`` without making the path relative (cheap: for records that may never be
-    reported; pass the path through ``display_path`` when reporting)."""
-    skip = _skip_prefixes()
-    frame = sys._getframe(depth)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not _skipped(name, skip):
-            return name, frame.f_lineno
-        frame = frame.f_back
-    return "<unknown>", 0
-
-
 def user_frame(depth: int = 1) -> Optional[FrameType]:
-    """The frame that ``where`` names (None when there is none)."""
+    """The innermost frame whose file is outside torch, NumPy, gradlint and the standard library
+    (None when there is none, for example on an autograd worker thread)."""
     skip = _skip_prefixes()
     frame: Optional[FrameType] = sys._getframe(depth)
     while frame is not None:
-        name = frame.f_code.co_filename
-        if not _skipped(name, skip):
+        if not _skipped(frame.f_code.co_filename, skip):
             return frame
         frame = frame.f_back
     return None
+
+
+def where_raw(depth: int = 1) -> Tuple[str, int]:
+    """``(file, line)`` of ``user_frame`` without making the path relative (cheap: for records
+    that may never be reported; pass the path through ``display_path`` when reporting)."""
+    frame = user_frame(depth + 1)
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("<unknown>", 0)
+
+
+def where(depth: int = 1) -> Tuple[str, int]:
+    """``(path, line)`` of ``user_frame``, the path relative to the current directory when below
+    it (``("<unknown>", 0)`` when there is none)."""
+    path, line = where_raw(depth + 1)
+    return display_path(path), line
 
 
 def _trampoline(f, a, k): return f(*a, **k)  # noqa: E704  (one line: the call's line is the first)

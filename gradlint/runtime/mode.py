@@ -95,16 +95,24 @@ def _result_live(node: Any) -> bool:
     return True
 
 
+_SAVED_NAMES: Dict[type, Tuple[str, ...]] = {}
+
+
 def _graph_freed(node: Any) -> bool:
     """A backward already went through ``node`` (one of its saved tensors is freed). False when
     the node saves no tensor: then nobody can tell."""
-    for name in dir(type(node)):
-        if name.startswith("_saved_"):
-            try:
-                getattr(node, name)
-            except RuntimeError as exc:
-                if any(w in str(exc) for w in _FREED):
-                    return True
+    cls = type(node)
+    names = _SAVED_NAMES.get(cls)
+    if names is None:
+        names = _SAVED_NAMES[cls] = tuple(n for n in dir(cls) if n.startswith("_saved_"))
+    for name in names:
+        try:
+            getattr(node, name)
+        except RuntimeError as exc:
+            if any(w in str(exc) for w in _FREED):
+                return True
+        except Exception:
+            pass
     return False
 
 

@@ -18,7 +18,7 @@ import inspect
 from types import FrameType
 from typing import Any, List, Optional, Set, Tuple
 
-from gradlint.runtime.sites import _own_nodes, _scope_of, _tree, enclosing_with, user_frames
+from gradlint.runtime.sites import _binds, _own_nodes, _scope_of, _tree, enclosing_with, user_frames
 
 __all__ = ["graph_lost_at"]
 
@@ -50,16 +50,6 @@ def _statements(frame: FrameType, name: str) -> List[ast.stmt]:
         if any(_binds(t, name) for t in targets):
             out.append(node)
     return sorted(out, key=lambda n: n.lineno)
-
-
-def _binds(t: ast.AST, name: str) -> bool:
-    if isinstance(t, ast.Name):
-        return t.id == name
-    if isinstance(t, (ast.Tuple, ast.List)):
-        return any(_binds(e, name) for e in t.elts)
-    if isinstance(t, ast.Starred):
-        return _binds(t.value, name)
-    return False
 
 
 def _statement_at(frame: FrameType) -> Optional[ast.stmt]:

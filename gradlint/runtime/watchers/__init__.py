@@ -15,9 +15,9 @@ never changes what the program computes, and its own errors are swallowed.
 from __future__ import annotations
 
 import importlib
-from typing import Any, List
+from typing import Any, List, Tuple
 
-__all__ = ["Watcher", "FAMILIES", "start", "stop"]
+__all__ = ["Watcher", "Patching", "FAMILIES", "start", "stop"]
 
 # module names under gradlint.runtime.watchers, in the order their events are delivered
 FAMILIES = ("graphs", "inference", "functions", "optimizers", "modules", "snapshots")
@@ -51,6 +51,37 @@ class Watcher:
         """Torch raised ``exc`` from ``func``; record the finding at its cause. True when this
         family recognised the error (the others are then not asked)."""
         return False
+
+
+class Patching(Watcher):
+    """A family that wraps torch functions while active and registers hooks; ``unpatch`` undoes
+    both (a wrapper only where nobody replaced it meanwhile; one left in somebody else's chain
+    passes through once ``active`` is False)."""
+
+    def __init__(self, monitor: Any) -> None:
+        super().__init__(monitor)
+        self.active = False
+        self._handles: List[Any] = []
+        self._patches: List[Tuple[type, str, Any, Any]] = []
+
+    def patch(self, owner: type, name: str, make: Any) -> None:
+        orig = owner.__dict__[name]
+        wrapper = make(orig)
+        setattr(owner, name, wrapper)
+        self._patches.append((owner, name, orig, wrapper))
+
+    def unpatch(self) -> None:
+        self.active = False
+        for owner, name, orig, wrapper in reversed(self._patches):
+            if owner.__dict__.get(name) is wrapper:
+                setattr(owner, name, orig)
+        self._patches = []
+        for h in self._handles:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self._handles = []
 
 
 def _classes() -> List[type]:

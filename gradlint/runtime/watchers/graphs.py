@@ -27,6 +27,7 @@ from typing import Any, Deque, FrozenSet, List, Optional, Set, Tuple
 from torch import Tensor
 
 from gradlint.runtime.attribution import display_path, where, where_raw
+from gradlint.runtime.mode import _graph_freed
 from gradlint.runtime.sites import binding_line, bindings, find_holders, growth_lines, location, user_frames
 from gradlint.runtime.watchers import Watcher
 
@@ -35,29 +36,6 @@ MODIFIED = "modified by an inplace operation"
 MAX_NODES = 50_000
 WALKED_STEPS = 32  # backward() calls whose graph is recorded (GL502)
 SCAN_EVERY = 8  # GL501: frames are scanned after backward() 2, 3, 4 and then every 8th
-
-_SAVED_NAMES: dict = {}
-
-
-def _saved_names(cls: type) -> Tuple[str, ...]:
-    names = _SAVED_NAMES.get(cls)
-    if names is None:
-        names = _SAVED_NAMES[cls] = tuple(n for n in dir(cls) if n.startswith("_saved_"))
-    return names
-
-
-def _freed(node: Any) -> bool:
-    for name in _saved_names(type(node)):
-        try:
-            getattr(node, name)
-        except RuntimeError as exc:
-            text = str(exc)
-            if "freed" in text or "second time" in text:
-                return True
-        except Exception:
-            pass
-    return False
-
 
 def graph_ids(roots: List[Any], limit: int = MAX_NODES) -> Set[int]:
     """Ids of the autograd nodes reachable from the roots' ``grad_fn``."""
@@ -88,7 +66,7 @@ def _freed_region(roots: List[Any]) -> Tuple[Set[int], Set[int]]:
         nodes[id(node)] = node
         stack.append((node, True))
         stack.extend((n, False) for n, _ in node.next_functions if n is not None and id(n) not in nodes)
-    freed = {i for i, n in nodes.items() if _freed(n)}
+    freed = {i for i, n in nodes.items() if _graph_freed(n)}
     reaching = set(freed)
     for node in order:  # post-order: children first
         if id(node) not in reaching and any(n is not None and id(n) in reaching for n, _ in node.next_functions):

@@ -40,7 +40,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from gradlint.runtime.attribution import _skip_prefixes, _skipped, display_path, where
 from gradlint.runtime.sites import bindings, enclosing_with, find_holders, location, user_frames, _tree
-from gradlint.runtime.watchers import Watcher
+from gradlint.runtime.watchers import Patching
 
 _INFERENCE = ("inference_mode",)
 _is_compiling = torch.compiler.is_dynamo_compiling
@@ -65,37 +65,6 @@ def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:
         elif isinstance(v, (list, tuple)):
             out.extend(x for x in v[:4096] if isinstance(x, torch.Tensor))
     return out
-
-
-class Patching(Watcher):
-    """A family that wraps torch functions while active and registers hooks; ``unpatch`` undoes
-    both (a wrapper only where nobody replaced it meanwhile; one left in somebody else's chain
-    passes through once ``active`` is False)."""
-
-    def __init__(self, monitor: Any) -> None:
-        super().__init__(monitor)
-        self.active = False
-        self._handles: List[Any] = []
-        self._patches: List[Tuple[type, str, Any, Any]] = []
-
-    def patch(self, owner: type, name: str, make: Any) -> None:
-        orig = owner.__dict__[name]
-        wrapper = make(orig)
-        setattr(owner, name, wrapper)
-        self._patches.append((owner, name, orig, wrapper))
-
-    def unpatch(self) -> None:
-        self.active = False
-        for owner, name, orig, wrapper in reversed(self._patches):
-            if owner.__dict__.get(name) is wrapper:
-                setattr(owner, name, orig)
-        self._patches = []
-        for h in self._handles:
-            try:
-                h.remove()
-            except Exception:
-                pass
-        self._handles = []
 
 
 _PLAIN: Dict[Tuple[str, int], bool] = {}

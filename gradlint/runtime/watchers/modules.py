@@ -50,7 +50,8 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from gradlint.runtime.attribution import display_path, where
 from gradlint.runtime.sites import _own_nodes, _scope_of, _tree, binding_line, find_holders, user_frames
-from gradlint.runtime.watchers.inference import Patching, _describe, _user
+from gradlint.runtime.watchers import Patching
+from gradlint.runtime.watchers.inference import _describe, _user
 
 _CALL_IMPL = nn.Module._call_impl.__code__
 _CONTAINERS = (list, tuple, dict, collections.OrderedDict)
