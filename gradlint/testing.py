@@ -14,6 +14,20 @@ decorators saying what torch does when the function runs:
 ``good_*`` functions have no marker and no decorator; they must run, and when they return
 ``(actual, expected)`` the two must be equal. The test suite lints every fixture (findings must
 match the markers exactly) and runs every example on real torch.
+
+Real code does not look like a minimal example, so each rule's fixture also shows its claim in
+the shapes real code takes, marked with ``@shape(...)`` on bad and good examples alike:
+
+- ``"helper"``: through a helper function called in the training loop;
+- ``"method"``: a method using object state set outside ``__init__`` (``setup``, ``build``, a
+  trainer's attributes);
+- ``"attribute"``: a module attribute (``self.head.weight``, ``model.encoder``, a submodule's
+  buffer);
+- ``"iteration"``: the second loop iteration (a value rebound late in the body and read at the
+  top, state carried from one step into the next).
+
+A fixture covers each shape with at least one bad and one good example, or names the shape in a
+module-level ``SHAPES_NOT_COVERED = {"shape": "reason"}`` (tests/test_shapes.py checks both).
 """
 
 from __future__ import annotations
@@ -40,6 +54,17 @@ def warns(category: Type[Warning], match: str) -> Callable[[Callable[..., Any]],
 
 def silently_wrong(fn: Callable[..., Any]) -> Callable[..., Any]:
     return _add(fn, "wrong", True)
+
+
+SHAPES = ("helper", "method", "attribute", "iteration")
+
+
+def shape(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Tag an example with the real-code shape(s) it is written in (see the module docstring)."""
+    unknown = [n for n in names if n not in SHAPES]
+    if unknown:
+        raise ValueError(f"unknown shape(s) {unknown}; use {SHAPES}")
+    return lambda fn: _add(fn, "shapes", tuple(names))
 
 
 def expectation(fn: Callable[..., Any]) -> Optional[dict]:
