@@ -266,7 +266,7 @@ def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], o
     rules = [cls(None, sink) for cls in rule_classes]
     walker = Walker(rules)
     try:
-        walker.run(module)
+        walker.run(module, text)
     except RecursionError as exc:
         return _internal(display, options.codes, "the model (nesting too deep)", exc)
     except Exception as exc:  # the model itself failed: report it, keep the run going

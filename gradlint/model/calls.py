@@ -10,7 +10,9 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.env import Env
 from gradlint.model.names import dotted
-from gradlint.model.syntax import const_bool, conversion_copies, kwarg, kwvalue, positional, retains
+from gradlint.model.syntax import (
+    const_bool, conversion_copies, dtype_conversion, dtype_of_expr, kwarg, kwvalue, positional, retains,
+)
 from gradlint.model.values import (
     CLASS, FUNCTION, INSTANCE, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
     UNKNOWN, UNKNOWN_VALUE, CONST_VALUE, Cut, Value, element_of, flatten, leaf_rg, plain_tensor, src_of, union,
@@ -229,7 +231,14 @@ class CallMixin:
             self._escape(args)
             return UNKNOWN_VALUE
         if q in api.FACTORIES or q in api.REBUILDERS:
-            return self._factory(q, node, args)
+            v = self._factory(q, node, args)
+            if v.kind == TENSOR and v.dtype is None:
+                v.dtype = self._factory_dtype(q, node, args)
+            return v
+        if q in api.LEGACY_CONSTRUCTORS:
+            return self._legacy_constructor(q, node, args)
+        if q in api.VARIABLE:
+            return self._variable(node, args)
         if q in api.PARAMETER:
             rg = kwarg(node, "requires_grad")
             pos = positional(node)
@@ -240,7 +249,9 @@ class CallMixin:
             if flag is True and data.kind == TENSOR and data.rg is True and data.leaf is False:
                 cuts = cuts | {Cut(node, "parameter", data, self.current_statement)}
             if flag is True:
-                return leaf_rg(cuts=cuts, is_param=True)
+                out = leaf_rg(cuts=cuts, is_param=True)
+                out.dtype = data.dtype if data.kind == TENSOR else None
+                return out
             if flag is False:
                 return plain_tensor(cuts=cuts)
             return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
@@ -315,6 +326,61 @@ class CallMixin:
         if self.inference and v.kind == TENSOR and v.made is None:
             v.made, v.made_node = "inference", node
         return v
+
+    def _factory_dtype(self, q: str, node: cst.Call, args: List[Value]) -> Optional[str]:
+        """The floating dtype a factory's result certainly has, or None."""
+        given = kwarg(node, "dtype")
+        if given is not None:
+            return dtype_of_expr(given.value)
+        if q in api.DEFAULT_FLOAT_FACTORIES:
+            return self.default_dtype
+        if q in api.LIKE_FACTORIES:
+            return args[0].dtype if args and args[0].kind == TENSOR else None
+        if q == "torch.tensor" and node.args and node.args[0].keyword is None and _float_literal(node.args[0].value):
+            return self.default_dtype  # torch.tensor([1.0, 2.0])
+        return None
+
+    def _legacy_constructor(self, q: str, node: cst.Call, args: List[Value]) -> Value:
+        """``torch.Tensor(...)``, ``torch.FloatTensor(...)``: of a tensor, an alias that keeps
+        its graph; of sizes or data, a plain tensor of the constructor's dtype."""
+        data = args[0] if len(args) == 1 and node.args[0].keyword is None else None
+        if data is not None and data.kind == TENSOR:
+            return self._derived(data, [], node, view=True)
+        if data is not None and data.kind == UNKNOWN:
+            return UNKNOWN_VALUE  # may be a tensor (an alias with its graph)
+        dtype = api.LEGACY_CONSTRUCTORS[q]
+        out = plain_tensor(cuts=union(a.cuts for a in args))
+        out.dtype = self.default_dtype if dtype == "default" else dtype
+        return out
+
+    def _variable(self, node: cst.Call, args: List[Value]) -> Value:
+        """``Variable(t)`` is ``t.detach()``; ``Variable(t, requires_grad=True)`` is
+        ``t.detach().requires_grad_()`` (a new leaf sharing t's storage)."""
+        pos = positional(node)
+        kw = kwarg(node, "requires_grad")
+        flag_node = kw.value if kw is not None else (pos[1] if len(pos) > 1 else None)
+        flag = False if flag_node is None else const_bool(flag_node)
+        data = args[0] if args and node.args[0].keyword is None else UNKNOWN_VALUE
+        if data.kind != TENSOR:
+            if data.kind == UNKNOWN and flag is True:
+                return leaf_rg()
+            if data.kind == UNKNOWN and flag is False:
+                return Value(TENSOR, rg=False, leaf=True)
+            return UNKNOWN_VALUE
+        src = data if data.rg else data.src
+        detached = plain_tensor(cuts=data.cuts, src=src)
+        detached.dtype = data.dtype
+        if src is not None:
+            detached.made, detached.made_node = "computed", self.current_statement
+        if flag is False:
+            return detached
+        new = self._requires_grad(detached, flag, node)
+        if new is None:
+            return UNKNOWN_VALUE
+        if new.leaf_requiring_grad and src is None and not new.cuts:
+            new.fresh = True  # Variable(torch.randn(3), requires_grad=True): like a factory
+        new.dtype = data.dtype
+        return new
 
     def _factory_value(self, q: str, node: cst.Call, args: List[Value]) -> Value:
         rg_arg = kwarg(node, "requires_grad")
@@ -403,7 +469,7 @@ class CallMixin:
                                    alias_of=receiver if attr == "detach" else None,
                                    alias_kind="detach" if attr == "detach" else None)
                 if src is not None:
-                    out.made_node = self.current_statement  # where the graph is cut
+                    out.made, out.made_node = "computed", self.current_statement  # where the graph is cut
                 key = dotted(node.func.value) if attr == "detach_" else None  # type: ignore[attr-defined]
                 if key is not None:
                     self.bind_key(key, out)
@@ -446,13 +512,16 @@ class CallMixin:
                 return plain_tensor(cuts=receiver.cuts, src=receiver.src)
             return self._derived(receiver, [], node)
         if attr in api.CONVERSION_METHODS:
+            target = dtype_conversion(attr, node)
+            if target is not None and receiver.dtype == target:
+                return receiver  # `.float()` of a float32 tensor returns the tensor itself
             v = self._derived(receiver, [], node)
             if (receiver.fresh and receiver.leaf_requiring_grad and self.grad_enabled is True
                     and self._conversion_site(node.func.value)):  # type: ignore[attr-defined]
-                certain = conversion_copies(attr, node)
+                certain = conversion_copies(attr, node, receiver.dtype)
                 if certain is not None:
                     return Value(TENSOR, rg=True, leaf=False if certain else None, deps=v.deps,
-                                 cuts=v.cuts, made="conv", made_node=node, certain=certain)
+                                 cuts=v.cuts, made="conv", made_node=node, certain=certain, dtype=target)
             if receiver.rg is True and receiver.leaf is True and self.grad_enabled is True:
                 # may return self (same device/dtype): leaf-ness unknown
                 return Value(TENSOR, rg=True, leaf=None, deps=v.deps, cuts=v.cuts)
@@ -482,3 +551,20 @@ class CallMixin:
             self.retained.add(receiver.id)
         self._escape([receiver])  # retain_grad(), register_hook(), ...
         return UNKNOWN_VALUE
+
+
+def _float_literal(node: cst.BaseExpression) -> bool:
+    """A number or a (nested) list/tuple of numbers with at least one float: ``[1.0, 2]``."""
+    seen = False
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.UnaryOperation):
+            n = n.expression
+        if isinstance(n, cst.Float):
+            seen = True
+        elif isinstance(n, (cst.List, cst.Tuple)):
+            stack.extend(e.value for e in n.elements if isinstance(e, cst.Element))
+        elif not isinstance(n, cst.Integer):
+            return False
+    return seen

@@ -224,7 +224,7 @@ class ExpressionMixin:
             # where the graph was lost: an operand's own loss point, or here
             out.made_node = next((o.made_node for o in [base] + others if o.kind == TENSOR
                                   and (o.made == "computed" or o.src is not None) and o.made_node is not None),
-                                 self.current_statement)
+                                 self.grad_lost_site())
         return out
 
     def _record_saves(self, op: str, out: Value, base: Value, others: List[Value], node: Any) -> None:

@@ -74,7 +74,7 @@ class ObjectMixin:
             return out
         if grad is False:
             out = plain_tensor(cuts=cuts)
-            out.made, out.made_node = "computed", self.current_statement
+            out.made, out.made_node = "computed", self.grad_lost_site()
             return out
         return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
 

@@ -84,6 +84,11 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.backwarded_keys: set = set()
         # inside torch.inference_mode() (grad_enabled is False there too)
         self.inference = False
+        # in a function walked at a call made with grad off (no_grad, set_grad_enabled(False)):
+        # the outermost such call, where the graph is lost for what the callee computes
+        self.grad_off_site: Any = None
+        # the dtype of `torch.randn(3)`; None when the file changes it (torch.set_default_dtype)
+        self.default_dtype: Optional[str] = "float32"
         # inside `with pytest.raises(...)` / `self.assertRaises(...)`: errors are expected there
         self.expecting_error = False
         self.freed_stack: List[Any] = []
@@ -139,6 +144,13 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self._dotted_keys = 0
 
     # ------------------------------------------------------------------ queries for rules
+    def grad_lost_site(self) -> Any:
+        """Where a value computed now without a graph lost it: the statement, or, in a function
+        walked at a call made with grad off, that call."""
+        if self.grad_enabled is False and self.grad_off_site is not None:
+            return self.grad_off_site
+        return self.current_statement
+
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
         return canonical(self.imports.qualname(node))
 

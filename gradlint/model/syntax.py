@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import libcst as cst
 
+from gradlint.model import torchapi as api
+
 
 def const_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
     if isinstance(node, cst.Name):
@@ -70,17 +72,43 @@ def basic_index(node: cst.Subscript) -> bool:
     return True
 
 
-_COPY_DTYPES = frozenset({"float64", "double", "float16", "half", "bfloat16"})
-_SAME_DTYPES = frozenset({"float32", "float"})
+_DTYPE_METHODS = api.DTYPE_METHODS
+_DTYPE_NAMES = api.DTYPES
 
 
-def conversion_copies(attr: str, node: cst.Call) -> Optional[bool]:
-    """Does this conversion of a fresh float32 CPU leaf certainly make a copy (True), maybe
-    (False: e.g. ``.to(device)`` with a device only known at run time), or certainly not (None:
-    ``.float()``, ``.cpu()``, ``.to('cpu')``)."""
-    if attr in ("double", "half", "bfloat16", "cuda"):
+def dtype_of_expr(node: Optional[cst.BaseExpression]) -> Optional[str]:
+    """``torch.float64`` -> 'float64' (floating dtypes only); anything else -> None."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "torch":
+        return _DTYPE_NAMES.get(node.attr.value)
+    return None
+
+
+def dtype_conversion(attr: str, node: cst.Call) -> Optional[str]:
+    """The target dtype when this call only converts the dtype (``.double()``,
+    ``.to(torch.float64)``, ``.to(dtype=torch.half)``), else None."""
+    if attr in _DTYPE_METHODS:
+        return _DTYPE_METHODS[attr] if not node.args else None
+    if attr != "to" or len(node.args) != 1:
+        return None
+    a = node.args[0]
+    if a.keyword is not None and a.keyword.value != "dtype":
+        return None
+    return dtype_of_expr(a.value)
+
+
+def conversion_copies(attr: str, node: cst.Call, dtype: Optional[str] = "float32") -> Optional[bool]:
+    """Does this conversion of a fresh CPU leaf of ``dtype`` (None: not known) certainly make a
+    copy (True), maybe (False: e.g. ``.to(device)`` with a device only known at run time, or a
+    dtype change from an unknown dtype), or certainly not (None: ``.float()`` of float32,
+    ``.cpu()``, ``.to('cpu')``)."""
+    target = _DTYPE_METHODS.get(attr)
+    if target is not None:
+        if dtype is None:
+            return None if attr == "float" else False
+        return True if target != dtype else None
+    if attr == "cuda":
         return True
-    if attr in ("float", "cpu", "contiguous", "pin_memory"):
+    if attr in ("cpu", "contiguous", "pin_memory"):
         return None
     if attr != "to":
         return False
@@ -94,9 +122,11 @@ def conversion_copies(attr: str, node: cst.Call) -> Optional[bool]:
             if text != "cpu":
                 verdict = False
         elif isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value == "torch":
-            if v.attr.value in _COPY_DTYPES:
-                return True
-            if v.attr.value not in _SAME_DTYPES:
+            target = _DTYPE_NAMES.get(v.attr.value)
+            if target is not None and dtype is not None:
+                if target != dtype:
+                    return True
+            else:
                 verdict = False
         elif a.keyword is not None and a.keyword.value in ("non_blocking", "copy", "memory_format"):
             continue

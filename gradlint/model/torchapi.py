@@ -18,6 +18,34 @@ REBUILDERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "
 
 PARAMETER = frozenset({"torch.nn.Parameter"})
 
+# dtypes: ``torch.<name>`` -> canonical name (floating dtypes only: the ones that can require grad)
+DTYPES = {
+    "float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
+    "float16": "float16", "half": "float16", "bfloat16": "bfloat16",
+}
+# conversion methods that only change the dtype, and the dtype they give
+DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+# factories whose result has the default floating dtype (float32 unless the file changes it)
+DEFAULT_FLOAT_FACTORIES = frozenset(
+    "torch." + n for n in "ones zeros empty rand randn linspace logspace eye normal".split()
+)
+# factories with the dtype of their first argument
+LIKE_FACTORIES = frozenset(
+    "torch." + n for n in "ones_like zeros_like empty_like rand_like randn_like full_like".split()
+)
+# legacy constructors: ``torch.FloatTensor(2, 3)`` / ``torch.Tensor([1.0])`` make a plain tensor
+# of their dtype; given a tensor, they return an alias of it that keeps its graph
+LEGACY_CONSTRUCTORS = {
+    "torch.Tensor": "default", "torch.FloatTensor": "float32", "torch.DoubleTensor": "float64",
+    "torch.HalfTensor": "float16", "torch.BFloat16Tensor": "bfloat16",
+    "torch.cuda.FloatTensor": "float32", "torch.cuda.DoubleTensor": "float64",
+    "torch.cuda.HalfTensor": "float16", "torch.cuda.BFloat16Tensor": "bfloat16",
+    "torch.LongTensor": None, "torch.IntTensor": None, "torch.ByteTensor": None, "torch.BoolTensor": None,
+    "torch.cuda.LongTensor": None, "torch.cuda.IntTensor": None,
+}
+# ``torch.autograd.Variable(t, requires_grad=...)``: t.detach(), made to require grad when asked
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
 # Grad-mode context managers / decorators.
 GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode"})
 GRAD_ON = frozenset({"torch.enable_grad"})

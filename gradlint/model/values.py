@@ -59,7 +59,7 @@ class Value:
     __slots__ = (
         "kind", "rg", "leaf", "probable", "view_of_leaf", "id", "deps", "cuts", "src", "items",
         "params", "node", "is_param", "alias_of", "alias_kind", "act", "inplace", "fresh", "made",
-        "made_node", "certain",
+        "made_node", "certain", "dtype",
     )
 
     def __init__(
@@ -85,6 +85,7 @@ class Value:
         made: Optional[str] = None,
         made_node: Any = None,
         certain: bool = True,
+        dtype: Optional[str] = None,
     ) -> None:
         self.kind = kind
         self.rg = rg  # tensor: requires grad (True/False/None)
@@ -112,6 +113,9 @@ class Value:
         self.made = made
         self.made_node = made_node
         self.certain = certain  # for made='conv': the conversion certainly copies
+        # tensor: its floating dtype when certain ('float32', 'float64', 'float16', 'bfloat16'),
+        # where a conversion's effect depends on it (`.float()` of float32 returns the tensor)
+        self.dtype = dtype
 
     # convenience predicates --------------------------------------------------------------
     @property

@@ -120,7 +120,9 @@ class Walker:
         for fn in self.events.get(event, ()):
             self._call(fn, *args)
 
-    def run(self, module: cst.Module) -> None:
+    def run(self, module: cst.Module, text: Optional[str] = None) -> None:
+        if text is None or "set_default_dtype" in text or "set_default_tensor_type" in text:
+            self.model.default_dtype = None  # factories' dtype unknown
         self._definitions(module.body)
         self.model.walk_callee = self._walk_callee
         self.walk(module)
@@ -171,13 +173,19 @@ class Walker:
             return None
         model.inline_budget -= 1
         mode, assumed = self._function_grad_mode(fn)
+        off_site = model.grad_off_site
         if assumed:
             mode, assumed = model.grad_enabled, model.grad_assumed
+            if mode is False and off_site is None:
+                off_site = model.current_statement  # the call made with grad off
+        else:
+            off_site = None  # the function sets its own mode
         freed = model.env.get(FREED)
         if freed is not None:
             env[FREED] = freed
         saved = (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
-                 model.current_statement, model.loop_depth, model._dotted_keys)
+                 model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site)
+        model.grad_off_site = off_site
         model.restore(env)
         model._memo = {}
         model.scope_kind = "function"
@@ -198,7 +206,7 @@ class Walker:
             model.function_stack.pop()
             model.inline_stack.pop()
             (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
-             model.current_statement, model.loop_depth, model._dotted_keys) = saved
+             model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site) = saved
         # effects on the caller: attributes bound on the receiver, graphs freed
         if receiver is not None and receiver_key is not None and fn.params.params:
             me = fn.params.params[0].name.value + "."
@@ -315,6 +323,7 @@ class Walker:
                 args = [a for a in value.args if a.keyword is None]
                 model.grad_enabled = const_bool(args[0].value if args else None)
                 model.grad_assumed = False
+                model.grad_off_site = None
                 return
         model.exec_expr(node)
 
@@ -690,7 +699,7 @@ class Walker:
     def _with(self, node: cst.With) -> None:
         model = self.model
         saved, saved_assumed, saved_inference = model.grad_enabled, model.grad_assumed, model.inference
-        saved_expecting = model.expecting_error
+        saved_expecting, saved_off_site = model.expecting_error, model.grad_off_site
         for item in node.items:
             self.walk(item.item)
             if isinstance(item.item, cst.Call):
@@ -701,6 +710,7 @@ class Walker:
             if mode != "keep":
                 model.grad_enabled = mode  # type: ignore[assignment]
                 model.grad_assumed = False
+                model.grad_off_site = None
                 expr = item.item.func if isinstance(item.item, cst.Call) else item.item
                 if mode is False and model.qualname(expr) == "torch.inference_mode":
                     model.inference = True
@@ -713,7 +723,7 @@ class Walker:
             self._block(node.body)
         finally:
             model.grad_enabled, model.grad_assumed, model.inference = saved, saved_assumed, saved_inference
-            model.expecting_error = saved_expecting
+            model.expecting_error, model.grad_off_site = saved_expecting, saved_off_site
 
     def _context_grad_mode(self, expr: cst.BaseExpression) -> Any:
         model = self.model
