@@ -118,6 +118,10 @@ class EventMixin:
         self.saver_stmt[value.id] = self.current_statement
 
     def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False) -> None:
+        if value.kind == UNKNOWN and key is not None and not self.expecting_error:
+            # evidence: what backward() is called on (and returns) is a tensor with a graph
+            value = Value(TENSOR, rg=True, leaf=False)
+            self.bind_key(key, value)
         values = value.items if value.kind == TUPLE else (value,)
         if key is not None:
             self.backwarded_keys.add(key)
