@@ -291,7 +291,14 @@ class CallMixin:
                 if v.kind == MODULE and v.inplace and prev is not None and prev.act in api.SAVES_OUTPUT:
                     self._emit("sequential_inplace", (arg, prev, v))
                 prev = v if v.kind == MODULE else None
-            return Value(MODULE, params=True if any(has) else None)
+            # its layers, by position (`model[0]`), when each is known
+            layers = tuple(args) if all(a.kind == MODULE for a in args) and all(
+                a.keyword is None and a.star == "" for a in node.args) else ()
+            return Value(MODULE, params=True if any(has) else None, items=layers)
+        if q == "torch.nn.ModuleList" and len(args) == 1 and args[0].kind == TUPLE and args[0].made is None \
+                and args[0].items and all(i.kind == MODULE for i in args[0].items):
+            layers = args[0].items
+            return Value(MODULE, params=True if any(i.params for i in layers) else None, items=layers)
         if q in api.NUMPY_FROM_TENSOR:
             a = args[0] if args else UNKNOWN_VALUE
             if a.kind == TENSOR:
@@ -489,6 +496,11 @@ class CallMixin:
             if kind == NDARRAY:
                 return Value(SCALAR, src=receiver.src, cuts=receiver.cuts)
             return Value(SCALAR)
+        if kind == TUPLE and attr in ("values", "items") and not node.args and receiver.made is None:
+            # a dict literal's values (a list has no such methods)
+            if attr == "values":
+                return Value(TUPLE, items=receiver.items)
+            return Value(TUPLE, items=tuple(Value(TUPLE, items=(CONST_VALUE, i)) for i in receiver.items))
         if kind == TUPLE and attr in ("append", "extend", "insert") and args and receiver.params is None:
             key = dotted(node.func.value)  # type: ignore[attr-defined]
             if key is not None:  # xs.append(t): the list now holds t too

@@ -127,7 +127,7 @@ class ExpressionMixin:
             v = self.value_of(node.value if isinstance(node, cst.DictComp) else node.elt)
         finally:
             self.restore(saved)
-        return Value(TUPLE, items=(v,))
+        return Value(TUPLE, items=(v,), made="comp")
 
     def _eval_attribute(self, node: cst.Attribute) -> Value:
         key = dotted(node)
@@ -172,10 +172,17 @@ class ExpressionMixin:
             return self._derived(base, [], node, view=basic_index(node))
         if base.kind == NDARRAY:
             return Value(NDARRAY, src=base.src, cuts=base.cuts)
+        if base.kind == MODULE and base.items and len(node.slice) == 1:
+            idx = node.slice[0].slice
+            i = _constant_index(idx.value) if isinstance(idx, cst.Index) else None
+            if i is not None and -len(base.items) <= i < len(base.items):
+                return base.items[i]  # a layer of an nn.Sequential / nn.ModuleList: `model[0]`
         if base.kind == TUPLE and len(node.slice) == 1 and base.made != "joined":
             idx = node.slice[0].slice
-            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
-                i = int(idx.value.value, 0)
+            i = _constant_index(idx.value) if isinstance(idx, cst.Index) else None
+            if i is not None:
+                if base.made == "comp":
+                    return base.items[0]  # every element of a comprehension is its element's value
                 if -len(base.items) <= i < len(base.items):
                     return base.items[i]
         return UNKNOWN_VALUE
@@ -297,3 +304,13 @@ class ExpressionMixin:
         if isinstance(small, cst.Assign) and len(small.targets) == 1:
             return dotted(small.targets[0].target) == key
         return False
+
+
+def _constant_index(node: cst.BaseExpression) -> Optional[int]:
+    """``2`` -> 2, ``-1`` -> -1; anything else -> None."""
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+            and isinstance(node.expression, cst.Integer)):
+        return -int(node.expression.value, 0)
+    return None

@@ -111,7 +111,8 @@ class ObjectMixin:
     def frozen(self, key: str) -> bool:
         """Did the code freeze ``key`` or a module it belongs to (``requires_grad_(False)``,
         ``p.requires_grad = False`` over its ``parameters()``)?"""
-        return any(key == f or key.startswith(f + ".") or f.startswith(key + ".") for f in self.frozen_keys)
+        return any(key == f or key.startswith((f + ".", f + "[")) or f.startswith((key + ".", key + "["))
+                   for f in self.frozen_keys)
 
     def _walk_forward(self, module: Value, args: List[Value], node: Any) -> Optional[Value]:
         """Calling a module of a class of this file runs its ``forward`` with these inputs."""

@@ -206,6 +206,9 @@ def element_of(v: Value) -> Value:
         items = v.items
         if items and all(i is items[0] for i in items):
             return items[0]
+        if items and all(i.kind == TUPLE and len(i.items) == len(items[0].items) for i in items) and all(
+                all(i.items[n] is items[0].items[n] for i in items) for n in range(len(items[0].items))):
+            return items[0]  # pairs (key, value) of one value
     return UNKNOWN_VALUE
 
 

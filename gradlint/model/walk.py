@@ -607,7 +607,13 @@ class Walker:
                 model._memo = saved_memo
             ends.append(model.env)
         # the body runs zero or more times: keep what all paths agree on
-        model.restore(Model.join(ends))
+        joined = Model.join(ends)
+        for k in set(ends[1]) - set(before):
+            # bound in the body, unbound before the loop: read after it only if the loop ran
+            # (else a NameError), so it holds what the last iteration left
+            if k not in joined and k != FREED and all(k in e for e in ends[1:]):
+                joined[k] = join_values([e[k] for e in ends[1:]])
+        model.restore(joined)
         if orelse is not None:
             self._block(orelse.body)
 
