@@ -209,6 +209,8 @@ def element_of(v: Value) -> Value:
         if items and all(i.kind == TUPLE and len(i.items) == len(items[0].items) for i in items) and all(
                 all(i.items[n] is items[0].items[n] for i in items) for n in range(len(items[0].items))):
             return items[0]  # pairs (key, value) of one value
+        if items and v.made is None and all(i.kind == TENSOR for i in items):
+            return join_values(list(items))  # `for w in [w1, w2]`: what every element is
     return UNKNOWN_VALUE
 
 
