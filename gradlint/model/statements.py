@@ -7,10 +7,11 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
+from gradlint.model import torchapi as api
 from gradlint.model.names import dotted, reads_grad_of
 from gradlint.model.syntax import AUG_NAMES, const_bool
 from gradlint.model.values import (
-    NDARRAY, TENSOR, TUPLE, UNKNOWN, Cut, Value, leaf_rg, union,
+    MODULE, NDARRAY, TENSOR, TUPLE, UNKNOWN, Cut, Value, leaf_rg, union,
 )
 
 
@@ -54,6 +55,9 @@ class StatementMixin:
                 and target.attr.value == "requires_grad"
             ):
                 self._set_requires_grad(target.value, node.value, node)
+                continue
+            if isinstance(target, cst.Attribute) and target.attr.value == "inplace":
+                self._set_inplace(target.value, node.value, node)
                 continue
             if isinstance(target, cst.Attribute) and target.attr.value == "grad":
                 if isinstance(node.value, cst.Name) and node.value.value == "None":
@@ -112,6 +116,26 @@ class StatementMixin:
         if not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
                 self.unbind(alias.evaluated_alias or alias.evaluated_name)
+
+    def _set_inplace(self, receiver: cst.BaseExpression, flag_node: cst.BaseExpression, stmt: Any) -> None:
+        """``act.inplace = True`` after construction counts like ``nn.ReLU(inplace=True)``; on a
+        layer of an ``nn.Sequential`` (``model[2].inplace = True``) the layer before it decides."""
+        cur = self.value_of(receiver)
+        if cur.kind != MODULE or cur.params is not False:
+            return
+        flag = const_bool(flag_node)
+        new = Value(MODULE, params=False, act=cur.act, inplace=flag is True, node=cur.node)
+        key = dotted(receiver)
+        if key is not None:
+            self.bind_key(key, new)
+        if flag is True and isinstance(receiver, cst.Subscript) and len(receiver.slice) == 1:
+            owner = self.value_of(receiver.value)
+            idx = receiver.slice[0].slice
+            if owner.kind == MODULE and owner.items and isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+                i = int(idx.value.value, 0)
+                prev = owner.items[i - 1] if 0 < i < len(owner.items) else None
+                if prev is not None and prev.kind == MODULE and prev.act in api.SAVES_OUTPUT:
+                    self._emit("sequential_inplace", (stmt, prev, new))
 
     def _set_requires_grad(self, receiver: cst.BaseExpression, flag_node: cst.BaseExpression, stmt: Any) -> None:
         """``x.requires_grad = flag``."""
