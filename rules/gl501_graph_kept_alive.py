@@ -100,7 +100,8 @@ class GraphKeptAlive(Rule):
             text = f"{code}.item()" if item else f"{code}.detach()"
             fix = Fix((replace(value_node, text),), safe=False,
                       description=f"use `{text}`")
-        self._pending.append((node, model.here(), acc, values, fix, numeric, model.loops[-1].node))
+        function = model.function_stack[-1] if model.function_stack else None
+        self._pending.append((node, model.here(), acc, values, fix, numeric, model.loops[-1].node, function))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         target = node.target
@@ -128,13 +129,13 @@ class GraphKeptAlive(Rule):
     def on_finish(self) -> None:
         model = self.model
         training_loops = {loop for e in model.events if e.kind in ("backward", "step") for loop in e.loops}
-        for node, context, acc, values, fix, numeric, loop in self._pending:
+        for node, context, acc, values, fix, numeric, loop, function in self._pending:
             if acc in model.backwarded_keys:
                 continue  # the accumulated losses are back-propagated: deliberate
             if _over_structure(loop):
                 continue  # a loop over parameters or submodules (a penalty term): bounded, one graph
-            if not numeric and loop not in training_loops:
-                continue
+            if loop not in training_loops and (not numeric or _returns(function, acc)):
+                continue  # (a loss built as a sum and returned to the caller, which uses it)
             certain = any(not v.probable or v.id in model.backwarded for v in values)
             self.report(node, context=context, acc=acc, fix=fix,
                         severity=None if certain else Severity.WARNING)
@@ -151,3 +152,23 @@ def _over_structure(loop: Any) -> bool:
             and it.args:
         it = it.args[0].value
     return isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in _STRUCTURE
+
+
+def _returns(function: Any, name: str) -> bool:
+    """Does ``function`` return ``name`` (alone or in a tuple)?"""
+    if function is None:
+        return False
+    found = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function  # not the nested functions
+
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value
+            parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+            if any(p is not None and dotted(p) == name for p in parts):
+                found.append(node)
+
+    function.visit(_Returns())
+    return bool(found)
