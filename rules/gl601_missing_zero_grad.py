@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Set
 
-from gradlint.model.names import called_names
+from gradlint.model.names import called_names, dotted
 from gradlint.rule import Rule, Severity
 
 _ZERO = ("zero_grad", "zero_grad_keep")
@@ -13,7 +13,10 @@ class MissingZeroGrad(Rule):
     ## What it does
     Finds a training loop that calls `backward()` and `optimizer.step()` but never clears the
     gradients in the loop (`optimizer.zero_grad()`, `model.zero_grad()`, `p.grad = None`), and
-    a `zero_grad()` placed between `backward()` and `step()` of the same optimizer.
+    a `zero_grad()` placed between `backward()` and `step()` of the same optimizer. A
+    hand-written update counts as a step: an in-place write to a leaf (or its `.data`) computed
+    from its own `.grad` (`w.data -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`), cleared by
+    `w.grad.zero_()`, `w.grad.data.zero_()` or `w.grad = None`.
 
     A missing `zero_grad()` is reported at the loop's `backward()` (clear the gradients before
     it), with the `step()` as a related location; a misplaced one at the `zero_grad()` itself.
@@ -67,10 +70,12 @@ class MissingZeroGrad(Rule):
         zero_helpers = {e.function.name.value for e in events if e.kind in _ZERO and e.function is not None}
         reported: Set[int] = set()
         for loop, evs in by_loop.items():
+            # torch.autograd.grad() returns gradients: it does not add to .grad
+            evs = [e for e in evs if e.kind != "backward" or _accumulates(e)]
             kinds = {e.kind for e in evs}
-            if "backward" not in kinds or "step" not in kinds:
+            if "backward" not in kinds or not kinds & {"step", "manual_step"}:
                 continue
-            steps = [e for e in evs if e.kind == "step"]
+            steps = [e for e in evs if e.kind in ("step", "manual_step")]
             if not kinds & set(_ZERO) and all(_fresh_each_iteration(e, loop) for e in steps):
                 continue  # a new optimizer over new leaves every iteration: nothing accumulates
             if not kinds & set(_ZERO):
@@ -80,12 +85,16 @@ class MissingZeroGrad(Rule):
                 backward = next(e for e in evs if e.kind == "backward")
                 if id(backward.node) not in reported:
                     reported.add(id(backward.node))
-                    self.report(
-                        backward.node, context=(backward.statement, ()),
-                        related=[(step.node, "the optimizer step that uses the accumulated gradients")],
-                        what="`backward()` in a loop with `step()` but no `zero_grad()`: gradients accumulate "
-                        "across iterations and every step uses their running sum",
-                    )
+                    if step.kind == "manual_step":
+                        related = [(step.node, "the update that uses the accumulated gradients")]
+                        what = (f"`backward()` in a loop that updates `{step.key}` from `{step.key}.grad` but never "
+                                "clears it: gradients accumulate across iterations and every update uses their "
+                                "running sum")
+                    else:
+                        related = [(step.node, "the optimizer step that uses the accumulated gradients")]
+                        what = ("`backward()` in a loop with `step()` but no `zero_grad()`: gradients accumulate "
+                                "across iterations and every step uses their running sum")
+                    self.report(backward.node, context=(backward.statement, ()), related=related, what=what)
                 continue
             for step in steps:
                 before = [e for e in evs if e.seq < step.seq and e.kind in ("backward", "grad_set") + _ZERO
@@ -107,6 +116,8 @@ class MissingZeroGrad(Rule):
 def _fresh_each_iteration(step: Any, loop: Any) -> bool:
     """Is the optimizer of this ``step()`` made in the loop body over tensors made there too?"""
     opt = step.value
+    if opt is not None and step.kind == "manual_step" and loop in step.loops:
+        return not opt.is_param and opt.id >= step.starts[step.loops.index(loop)]  # a leaf made in the loop
     if opt is None or opt.kind != "optimizer" or loop not in step.loops:
         return False
     start = step.starts[step.loops.index(loop)]
@@ -119,3 +130,10 @@ def _fresh_each_iteration(step: Any, loop: Any) -> bool:
         elif p.kind != "tensor" or p.id < start:
             return False
     return True
+
+
+def _accumulates(backward: Any) -> bool:
+    """Does this backward event add to ``.grad`` (not ``torch.autograd.grad(...)``)?"""
+    func = getattr(backward.node, "func", None)
+    name = dotted(func) if func is not None else None
+    return not (name is not None and (name == "grad" or name.endswith(".grad")))

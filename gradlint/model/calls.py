@@ -515,8 +515,12 @@ class CallMixin:
         if attr.endswith("_") and not attr.startswith("_") and attr not in api.NOT_INPLACE:
             if not (attr == "copy_" and node.args and dotted(node.args[0].value) == dotted(node.func.value)):  # type: ignore[attr-defined]
                 self.inplace(node, receiver, f"`.{attr}()`")  # (x.copy_(x) changes nothing)
-            if receiver.alias_kind == "grad" and attr == "zero_":
+            if attr == "zero_" and (receiver.alias_kind == "grad" or (
+                    receiver.alias_kind == "data" and receiver.alias_of is not None
+                    and receiver.alias_of.alias_kind == "grad")):
                 self.log("zero_grad_keep", dotted(node.func.value), node)  # type: ignore[attr-defined]
+            elif receiver.kind == TENSOR and node.args:
+                self.manual_update(node.func.value, node, node)  # type: ignore[attr-defined]  # `w.data.sub_(lr * w.grad)`
             new = self._inplace_effect(node.func.value, args)  # type: ignore[attr-defined]
             return new if new is not None else receiver
         if attr == "clone":

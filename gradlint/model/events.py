@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model.env import FREED
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, reads_grad_of
 from gradlint.model.syntax import const_bool, kwvalue
 from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value
 
@@ -111,6 +111,21 @@ class EventMixin:
             self.log("step", key, node, receiver)
         elif receiver.kind == UNKNOWN and "scaler" in last and node.args:
             self.log("step", dotted(node.args[0].value), node)  # GradScaler.step(optimizer)
+
+    def manual_update(self, written: cst.BaseExpression, update: cst.CSTNode, node: Any) -> None:
+        """An in-place write to a leaf that requires grad (or its ``.data``) computed from its own
+        ``.grad`` (``w.data -= lr * w.grad``, ``p.add_(p.grad, alpha=-lr)``): a hand-written
+        optimizer step, logged as 'manual_step' with the leaf."""
+        key = dotted(written)
+        if key is None or self.repeat:
+            return
+        if key.endswith(".data"):
+            key = key[: -len(".data")]
+        if not reads_grad_of(update, key):
+            return
+        leaf = self.lookup(key)
+        if leaf.kind == TENSOR and leaf.rg is True and leaf.leaf is True:
+            self.log("manual_step", key, node, leaf)
 
     def add_saver(self, value: Value) -> None:
         """``value`` is the output of an op whose backward reads saved tensors (made here)."""

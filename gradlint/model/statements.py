@@ -59,6 +59,8 @@ class StatementMixin:
             if isinstance(target, cst.Attribute) and target.attr.value == "inplace":
                 self._set_inplace(target.value, node.value, node)
                 continue
+            if isinstance(target, cst.Attribute) and target.attr.value == "data":
+                self.manual_update(target, node.value, node)  # `w.data = w.data - lr * w.grad`
             if isinstance(target, cst.Attribute) and target.attr.value == "grad":
                 if isinstance(node.value, cst.Name) and node.value.value == "None":
                     self.log("zero_grad", dotted(target), node)  # p.grad = None
@@ -91,6 +93,8 @@ class StatementMixin:
             self._inplace_effect(target.value, [operand])
             return
         cur = self.value_of(target)
+        if cur.kind == TENSOR and isinstance(target, (cst.Name, cst.Attribute)):
+            self.manual_update(target, node.value, node)  # `w.data -= lr * w.grad`
         if cur.kind in (TENSOR, NDARRAY) and not isinstance(node.operator, cst.MatrixMultiplyAssign):
             self.inplace(node, cur, op)
         if cur.kind == TENSOR:
