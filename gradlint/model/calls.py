@@ -135,9 +135,14 @@ class CallMixin:
         out = self._inline(fn, call, args, receiver)
         if out is not None:
             return out
-        if self.walk_callee is None or not isinstance(fn, cst.FunctionDef) or self._inlining:
+        if self.walk_callee is None or not isinstance(fn, cst.FunctionDef):
             return None
-        return self.walk_callee(fn, call, args, receiver, receiver_key)
+        # (also from a one-expression function being inlined: `return self.encoder(x)`)
+        inlining, self._inlining = self._inlining, False
+        try:
+            return self.walk_callee(fn, call, args, receiver, receiver_key)
+        finally:
+            self._inlining = inlining
 
     def call_env(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value]) -> Optional[Env]:
         """The parameters of ``fn`` bound to this call's arguments (``self`` to the receiver);

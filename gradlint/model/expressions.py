@@ -36,7 +36,12 @@ class ExpressionMixin:
                     loop.first_use[node.value] = self.current_statement
             v = self.env.get(node.value)
             if v is None:
-                return self.definitions.get(node.value, UNKNOWN_VALUE) if self.scope_kind != "module" else UNKNOWN_VALUE
+                if self.scope_kind == "module":
+                    return UNKNOWN_VALUE
+                v = self.definitions.get(node.value)
+                if v is None and node.value in self.classes:
+                    v = self.later_class(node.value)  # a class defined further down the file
+                return v if v is not None else UNKNOWN_VALUE
             self.reads[v.id] = self.reads.get(v.id, 0) + 1
             self.read_value(v)
             return v

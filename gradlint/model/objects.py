@@ -7,8 +7,9 @@ from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
+from gradlint.model import torchapi as api
 from gradlint.model.values import (
-    INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, plain_tensor, union,
+    CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, plain_tensor, union,
 )
 
 # the attributes torch.nn's layers hold as parameters
@@ -107,6 +108,25 @@ class ObjectMixin:
             if info is not None:
                 todo.extend(info.bases)
         return None
+
+    def later_class(self, name: str, seen: Optional[set] = None) -> Optional[Value]:
+        """The value of a class of this file that the walk has not reached yet (a function body
+        is walked where it is defined, and may name a class defined further down)."""
+        info = self.classes.get(name)
+        if info is None:
+            return None
+        seen = seen if seen is not None else set()
+        seen.add(name)
+        is_module = False
+        for b in info.node.bases:
+            q = self.qualname(b.value) or ""
+            if q in api.MODULE_BASES or q.startswith("torch.nn."):
+                is_module = True
+            elif isinstance(b.value, cst.Name) and b.value.value in self.classes and b.value.value not in seen:
+                base = self.env.get(b.value.value) or self.definitions.get(b.value.value) \
+                    or self.later_class(b.value.value, seen)
+                is_module = is_module or bool(base is not None and base.kind == CLASS and base.params)
+        return Value(CLASS, node=info.node, params=is_module or None)
 
     def frozen(self, key: str) -> bool:
         """Did the code freeze ``key`` or a module it belongs to (``requires_grad_(False)``,
