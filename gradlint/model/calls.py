@@ -70,13 +70,17 @@ class CallMixin:
             self._escape(arg_values)
             return self._instantiate(callee.items[0])
         if callee.kind == CLASS:
+            name = callee.node.name.value if callee.node is not None else None
             if not callee.params:
                 self._escape(arg_values)
-                if callee.node is not None and callee.node.name.value in self.classes:
-                    return Value(INSTANCE, node=callee.node.name.value)
+                if name in self.classes:
+                    out = Value(INSTANCE, node=name)
+                    self._construct_later_class(name, node, arg_values, out)
+                    return out
                 return UNKNOWN_VALUE
-            return Value(MODULE, params=None, made="inference" if self.inference else None, made_node=node,
-                         node=callee.node.name.value if callee.node is not None else None)
+            out = Value(MODULE, params=None, made="inference" if self.inference else None, made_node=node, node=name)
+            self._construct_later_class(name, node, arg_values, out)
+            return out
         if isinstance(func, cst.Name):
             name = func.value
             if name in ("zero_grad", "zero_grads") and callee.kind == UNKNOWN:
@@ -112,6 +116,16 @@ class CallMixin:
                 return fn
             todo.extend(info.bases)
         return None
+
+    def _construct_later_class(self, name: Optional[str], call: cst.Call, args: List[Value], obj: Value) -> None:
+        """An instance of a class the walk has not reached yet: its ``__init__`` is walked here,
+        so that its attributes are known (``self.proj = nn.Linear(...)``)."""
+        if name is None or name in self.walked_classes:
+            return
+        info = self.classes.get(name)
+        init = info.methods.get("__init__") if info is not None else None
+        if init is not None:
+            self._call_function(init, call, args, obj, None)
 
     def enter_class_of(self, fn: Any) -> bool:
         """Make the class of method ``fn`` the enclosing class (its attributes, its bases)."""

@@ -84,6 +84,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.backwarded_keys: set = set()
         # inside torch.inference_mode() (grad_enabled is False there too)
         self.inference = False
+        # classes whose definition the walk has reached
+        self.walked_classes: set = set()
         # in a function walked at a call made with grad off (no_grad, set_grad_enabled(False)):
         # the outermost such call, where the graph is lost for what the callee computes
         self.grad_off_site: Any = None

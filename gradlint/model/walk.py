@@ -207,6 +207,10 @@ class Walker:
             model.inline_stack.pop()
             (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
              model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site) = saved
+        cls = model.method_class.get(id(fn))
+        if cls is not None and cls.name.value not in model.walked_classes:
+            # a method of a class further down the file: what it binds on self is known
+            _harvest(fn, end, model.class_tables.setdefault(cls.name.value, {}))
         # effects on the caller: attributes bound on the receiver, graphs freed
         if receiver is not None and receiver_key is not None and fn.params.params:
             me = fn.params.params[0].name.value + "."
@@ -381,6 +385,9 @@ class Walker:
         model = self.model
         if model.scope_kind == "module" and not model.function_stack:
             return True
+        cls = model.method_class.get(id(fn))
+        if cls is not None and cls.name.value not in model.walked_classes and fn.name.value == "__init__":
+            return True  # an instance of a class further down: its attributes
         if any(a.kind not in (UNKNOWN, CONST, "scalar") for a in args):
             return True
         return fn.name.value in self._eventful_names()
@@ -487,6 +494,7 @@ class Walker:
         model.scope_kind = "class"
         model.class_stack.append(node)
         table = model.class_tables.setdefault(node.name.value, {})
+        model.walked_classes.add(node.name.value)
         if is_module:
             table["__module__"] = Value(CLASS)
         model.class_attrs.append(table)
