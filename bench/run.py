@@ -16,7 +16,8 @@ Peak memory: "max proc" is the largest ru_maxrss of the process and its reaped c
 (``os.wait4``); "tree" is the largest sum of RSS over the process tree, sampled from /proc every
 20 ms (Linux only; "-" elsewhere).
 
-Options: ``--prefilter-check`` also lints each tree with the pre-filter off and reports whether
+Options: ``--cold-only`` measures only the 1-process floor and gradlint cold -j 1;
+``--prefilter-check`` also lints each tree with the pre-filter off and reports whether
 the findings are identical; ``--startup`` also measures import times.
 """
 
@@ -63,6 +64,9 @@ def _rss_tree(pid: int) -> int:
     return total
 
 
+LAST_CPU = [0.0]  # CPU seconds (user + system) of the last measured process (not its children)
+
+
 def measure(cmd: Sequence[str], cwd: str, env: Optional[Dict[str, str]] = None) -> Tuple[float, float, float, int]:
     """(seconds, max RSS of one process in MiB, peak RSS of the tree in MiB (0: unknown),
     exit status)."""
@@ -86,6 +90,7 @@ def measure(cmd: Sequence[str], cwd: str, env: Optional[Dict[str, str]] = None) 
     if sampler is not None:
         sampler.join()
     p.returncode = os.waitstatus_to_exitcode(status)
+    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
     err = p.stderr.read().decode(errors="replace") if p.stderr else ""
     if p.stderr:
         p.stderr.close()
@@ -154,7 +159,8 @@ def other_tools(tree: str) -> Dict[str, Optional[List[str]]]:
 
 
 # ---------------------------------------------------------------------------- one tree
-def bench_tree(label: str, src: str, jobs: int, repeat: int, slow_repeat: int, prefilter_check: bool) -> str:
+def bench_tree(label: str, src: str, jobs: int, repeat: int, slow_repeat: int, prefilter_check: bool,
+               cold_only: bool = False) -> str:
     work = tempfile.mkdtemp(prefix="gradlint-bench-")
     try:
         tree = os.path.join(work, "tree")
@@ -198,6 +204,13 @@ def bench_tree(label: str, src: str, jobs: int, repeat: int, slow_repeat: int, p
 
         f1 = median_of(slow_repeat, floor(1))
         row("parse floor, 1 process", f1, "1.00")
+        if cold_only:
+            floor_cpu = LAST_CPU[0]
+            r = median_of(slow_repeat, gradlint(1), clear)
+            row("gradlint cold -j 1", r, f"{r[0] / f1[0]:.2f}")
+            # on a shared machine wall time depends on the load; CPU time much less
+            return (f"\nCPU time (user + system) of the last run of each: parse floor {floor_cpu:.1f} s, "
+                    f"gradlint cold -j 1 {LAST_CPU[0]:.1f} s, ratio {LAST_CPU[0] / floor_cpu:.2f}.\n")
         fN = median_of(slow_repeat, floor(jobs))
         row(f"parse floor, {jobs} processes", fN, f"{fN[0] / f1[0]:.2f}")
         r = median_of(slow_repeat, gradlint(1), clear)
@@ -288,6 +301,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--no-torch", action="store_true", help="skip the torch source tree")
     ap.add_argument("--prefilter-check", action="store_true", help="compare findings with the pre-filter off")
     ap.add_argument("--startup", action="store_true", help="measure import times too")
+    ap.add_argument("--cold-only", action="store_true",
+                    help="only the 1-process parse floor and gradlint cold -j 1 (the ratio the model's budget names)")
     args = ap.parse_args(argv)
     sys.path.insert(0, REPO)
     targets = []
@@ -307,7 +322,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.startup:
         print(startup(args.repeat), flush=True)
     for label, d in targets:
-        print(bench_tree(label, d, args.jobs, args.repeat, args.slow_repeat, args.prefilter_check), flush=True)
+        print(bench_tree(label, d, args.jobs, args.repeat, args.slow_repeat, args.prefilter_check, args.cold_only),
+              flush=True)
     return 0
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, node_children
 from gradlint.rule import Fix, Rule, Severity
 
 _AUG_OPS = {
@@ -162,5 +162,5 @@ def _reads_own_grad(expr: cst.CSTNode, name: str) -> bool:
         if (isinstance(n, cst.Attribute) and n.attr.value == "grad" and isinstance(n.value, cst.Name)
                 and n.value.value == name):
             return True
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return False

@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, node_children
 from gradlint.rule import Rule, Severity
 
 _GRAD_CONTEXTS = api.GRAD_OFF | api.GRAD_ON | api.SET_GRAD
@@ -224,7 +224,7 @@ class GradModeLeftOff(Rule):
                     and self.model.qualname(n.value.func) in api.SET_GRAD:
                 out[id(n)] = (count, scope, _flag(n.value))
             inner = n if isinstance(n, cst.FunctionDef) else scope
-            stack.extend((c, inner) for c in reversed(n.children))
+            stack.extend((c, inner) for c in reversed(node_children(n)))
         return out
 
     # ------------------------------------------------------------------ what follows

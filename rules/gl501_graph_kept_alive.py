@@ -5,7 +5,7 @@ from typing import Any, List, Optional
 import libcst as cst
 
 from gradlint.fix import replace
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, node_children
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])
@@ -158,17 +158,15 @@ def _returns(function: Any, name: str) -> bool:
     """Does ``function`` return ``name`` (alone or in a tuple)?"""
     if function is None:
         return False
-    found = []
-
-    class _Returns(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function  # not the nested functions
-
-        def visit_Return(self, node: cst.Return) -> None:
-            value = node.value
+    stack = node_children(function.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue  # not the nested functions
+        if isinstance(n, cst.Return) and n.value is not None:
+            value = n.value
             parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
-            if any(p is not None and dotted(p) == name for p in parts):
-                found.append(node)
-
-    function.visit(_Returns())
-    return bool(found)
+            if any(dotted(p) == name for p in parts):
+                return True
+        stack.extend(node_children(n))
+    return False

@@ -4,7 +4,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, node_children
 from gradlint.rule import Rule, Severity
 
 # torch.autograd.Function and its aliases (qualified names after the module's imports)
@@ -310,7 +310,7 @@ class FunctionBackwardArity(Rule):
                         aliases.setdefault((scope if key.startswith("self.") else 0, key), set()).add(mine)
             elif isinstance(n, cst.Call):
                 calls.append((scope, n))
-            stack.extend((c, scope) for c in n.children)
+            stack.extend((c, scope) for c in node_children(n))
         out: List[Tuple[int, Any]] = []
         resolved = self._resolved.get(name, {})
         for scope, c in calls:
@@ -447,38 +447,38 @@ def _is_stub(stmt: Any) -> bool:
 
 
 def _has_value_return(fn: cst.FunctionDef) -> bool:
-    stack = list(fn.body.children)
+    stack = node_children(fn.body)
     while stack:
         n = stack.pop()
         if isinstance(n, cst.Return) and n.value is not None:
             return True
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return False
 
 
 def _has_bare_return(fn: cst.FunctionDef) -> bool:
-    stack = list(fn.body.children)
+    stack = node_children(fn.body)
     while stack:
         n = stack.pop()
         if isinstance(n, cst.Return) and n.value is None:
             return True
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return False
 
 
 def _computes(fn: cst.FunctionDef) -> bool:
     """Does ``fn`` compute something (an assignment) before it falls off? (A body of only
     calls, such as a backward that prints or hooks, may return None on purpose.)"""
-    stack = list(fn.body.children)
+    stack = node_children(fn.body)
     while stack:
         n = stack.pop()
         if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             return True
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return False

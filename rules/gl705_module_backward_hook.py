@@ -4,6 +4,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from gradlint.model.names import node_children
 from gradlint.rule import Rule, Severity
 
 # kinds of receivers that may be an nn.Module: a module the model knows, or a value it does not
@@ -172,7 +173,7 @@ def _mentions_full_hook(node: Any) -> bool:
         if isinstance(n, cst.Attribute) and n.attr.value == "register_full_backward_hook":
             return True
         if isinstance(n, cst.CSTNode):
-            stack.extend(n.children)
+            stack.extend(node_children(n))
     return False
 
 
@@ -183,5 +184,5 @@ def _calls_in(node: Any) -> List[int]:
         n = stack.pop()
         if isinstance(n, cst.Call):
             out.append(id(n))
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return out

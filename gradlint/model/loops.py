@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, node_children
 from gradlint.model.values import TENSOR, next_id
 
 
@@ -111,5 +111,5 @@ def _reads_only_cut(stmt: Any, key: str) -> bool:
             continue  # what the statement binds is no read
         if isinstance(n, cst.Name) and n.value == key:
             reads += 1
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return reads > 0 and reads == cut

@@ -7,8 +7,9 @@ libcst's QualifiedNameProvider costs several times the parse; this does the part
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -163,9 +164,55 @@ def canonical(q: Optional[str]) -> Optional[str]:
     return q
 
 
+_SKIP_FIELD_PARTS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "lbracket",
+                     "rbracket", "lbrace", "rbrace", "leading_lines", "lines_after_decorators",
+                     "header", "footer", "newline", "equal", "dot", "arrow", "operator",
+                     "asynchronous", "star", "asname", "trailing_whitespace")
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_IS_NODE: Dict[type, bool] = {}
+
+
+def is_node(t: type) -> bool:
+    """``issubclass(t, cst.CSTNode)``, cached: isinstance() on libcst's ABC is slow."""
+    v = _IS_NODE.get(t)
+    if v is None:
+        v = _IS_NODE[t] = issubclass(t, cst.CSTNode)
+    return v
+
+
+def child_fields(t: type) -> Tuple[str, ...]:
+    """The fields of node type ``t`` that hold child nodes (whitespace and punctuation skipped)."""
+    f = _FIELDS.get(t)
+    if f is None:
+        names = []
+        for fl in dataclasses.fields(t):
+            n = fl.name
+            if any(p in n for p in _SKIP_FIELD_PARTS) and n not in ("operator_",):
+                continue
+            names.append(n)
+        f = _FIELDS[t] = tuple(names)
+    return f
+
+
+def node_children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The child nodes of ``node`` (no whitespace or punctuation), read from its fields: libcst's
+    ``children`` property rebuilds the node through its visitor machinery and is far slower."""
+    out: List[cst.CSTNode] = []
+    for f in child_fields(type(node)):
+        c = getattr(node, f)
+        if c is None:
+            continue
+        t = type(c)
+        if t is tuple or t is list:
+            out.extend(x for x in c if is_node(type(x)))
+        elif is_node(t):
+            out.append(c)
+    return out
+
+
 def called_names(node: cst.CSTNode) -> Set[str]:
     """The names of the functions and methods called anywhere inside ``node`` (``f(...)`` and
-    ``x.f(...)`` give ``f``). It walks libcst's ``children``: for rare checks only, never per node."""
+    ``x.f(...)`` give ``f``). For rare checks only, never per node."""
     names: Set[str] = set()
     stack: List[cst.CSTNode] = [node]
     while stack:
@@ -176,7 +223,7 @@ def called_names(node: cst.CSTNode) -> Set[str]:
                 names.add(f.value)
             elif isinstance(f, cst.Attribute):
                 names.add(f.attr.value)
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return names
 
 
@@ -187,5 +234,5 @@ def reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
         n = stack.pop()
         if isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == key:
             return True
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return False

@@ -8,47 +8,18 @@ which rebuilds every node it visits.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import called_names, dotted
+from gradlint.model.names import called_names, child_fields as _fields, dotted, is_node as _is_node, node_children
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
 from gradlint.model.objects import ClassInfo, harvest as _harvest
 from gradlint.model.state import Model, element_of
 from gradlint.model.syntax import const_bool
 from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, join_values
-
-_SKIP_FIELD_PARTS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "lbracket",
-                     "rbracket", "lbrace", "rbrace", "leading_lines", "lines_after_decorators",
-                     "header", "footer", "newline", "equal", "dot", "arrow", "operator",
-                     "asynchronous", "star", "asname", "trailing_whitespace")
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
-_IS_NODE: Dict[type, bool] = {}
-
-
-def _is_node(t: type) -> bool:
-    """``issubclass(t, cst.CSTNode)``, cached: isinstance() on libcst's ABC is slow."""
-    v = _IS_NODE.get(t)
-    if v is None:
-        v = _IS_NODE[t] = issubclass(t, cst.CSTNode)
-    return v
-
-
-def _fields(t: type) -> Tuple[str, ...]:
-    f = _FIELDS.get(t)
-    if f is None:
-        names = []
-        for fl in dataclasses.fields(t):
-            n = fl.name
-            if any(p in n for p in _SKIP_FIELD_PARTS) and n not in ("operator_",):
-                continue
-            names.append(n)
-        f = _FIELDS[t] = tuple(names)
-    return f
 
 
 # Decorators known not to change grad mode.
@@ -840,27 +811,27 @@ def _terminates(stmts: Any) -> bool:
 
 def _is_generator(fn: cst.FunctionDef) -> bool:
     """Does ``fn``'s own body (not a nested function's) contain ``yield``?"""
-    stack = list(fn.body.children)
+    stack = node_children(fn.body)
     while stack:
         n = stack.pop()
         if isinstance(n, (cst.Yield,)):
             return True
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return False
 
 
 def _falls_off(fn: cst.FunctionDef) -> bool:
     """A function without any ``return value`` statement (it returns None)."""
-    stack = list(fn.body.children)
+    stack = node_children(fn.body)
     while stack:
         n = stack.pop()
         if isinstance(n, cst.Return) and n.value is not None:
             return False
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(n.children)
+        stack.extend(node_children(n))
     return True
 
 
@@ -887,6 +858,6 @@ def _walk_nodes(node: Any) -> Any:
     while stack:
         n = stack.pop()
         yield n
-        for child in n.children:
+        for child in node_children(n):
             if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 stack.append(child)
