@@ -34,7 +34,10 @@ class StateDictAlias(Rule):
     "snapshot": the "best model" you restore or save is the last one.
 
     Saving or loading at once (`torch.save(model.state_dict(), path)`,
-    `other.load_state_dict(model.state_dict())`) is fine and not reported.
+    `other.load_state_dict(model.state_dict())`) is fine and not reported, and so is a snapshot
+    of a part that the following steps' optimizer does not hold (`model.encoder.state_dict()`
+    with `SGD(model.head.parameters())`). Steps and snapshots inside the file's helper functions
+    called in the training loop count as the loop's own.
 
     ## Example
     ```python
@@ -153,20 +156,22 @@ class StateDictAlias(Rule):
         model = self.model
         seq = len(model.events)
         loops = tuple(l.node for l in model.loops)
-        function = model.function_stack[-1] if model.function_stack else None
+        function = model.walk_root()
         key = dotted(node.targets[0].target)
         snapshot = model.value_of(node.value)
         self._pending.append((node, model.here(), expr, fix, seq, loops, function, key, snapshot.id,
-                              model.frames[-1]))
+                              model.frames[-1], _owner(node.value)))
 
     def on_finish(self) -> None:
         if not self.model.imports_torch():
             return  # another framework's .step()/.state_dict()
         model = self.model
         steps = [e for e in model.events if e.kind == "step"]
-        for node, context, expr, fix, seq, loops, function, key, vid, frame in self._pending:
-            # a step later in the same function, or in a loop around the snapshot ...
-            later = [e for e in steps if (e.seq >= seq and e.function is function) or set(e.loops) & set(loops)]
+        for node, context, expr, fix, seq, loops, function, key, vid, frame, owner in self._pending:
+            # a step later in the same function (or a function it calls), or in a loop around
+            # the snapshot, of an optimizer that may hold the snapshot's tensors ...
+            later = [e for e in steps if ((e.seq >= seq and e.root is function) or set(e.loops) & set(loops))
+                     and not _elsewhere(e, owner)]
             if not later:
                 continue
             # ... and the snapshot is used after such a step (restored, saved, compared); a step
@@ -184,6 +189,35 @@ class StateDictAlias(Rule):
                        for e in later):
                 continue
             self.report(node, context=context, expr=expr, fix=fix)
+
+
+def _owner(value: cst.BaseExpression) -> Optional[str]:
+    """The module whose tensors a snapshot expression views (``model.encoder`` in
+    ``copy.copy(model.encoder.state_dict())``), when it is named."""
+    while isinstance(value, cst.Call):
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
+            return dotted(func.value)
+        if isinstance(func, cst.Attribute) and func.attr.value == "copy" and not value.args:
+            value = func.value
+        elif value.args:
+            value = value.args[0].value
+        else:
+            return None
+    return None
+
+
+_VIEWS = frozenset(("state_dict", "named_parameters", "named_buffers", "parameters", "buffers"))
+
+
+def _elsewhere(step: Any, owner: Optional[str]) -> bool:
+    """Is the step's optimizer known to hold another part of the same object than the snapshot
+    (``SGD(model.head.parameters())`` and ``model.encoder.state_dict()``)? Its steps then never
+    change the snapshot's tensors."""
+    opt = step.value.node if step.value is not None else None
+    if not isinstance(opt, str) or owner is None or opt.split(".")[0] != owner.split(".")[0]:
+        return False
+    return not (opt + ".").startswith(owner + ".") and not (owner + ".").startswith(opt + ".")
 
 
 def _exit_seq(model: Any, step: Any, loops: Tuple[Any, ...]) -> int:

@@ -56,9 +56,10 @@ class GradAlias(Rule):
         v = model.value_of(value_node)
         if key is None or v.kind != "tensor" or v.alias_kind != "grad":
             return
-        function = model.function_stack[-1] if model.function_stack else None
-        loop = model.loops[-1].node if model.loops else None
-        start = model.loops[-1].start_id if model.loops else 0
+        function = model.walk_root()
+        own = model.own_loop()  # (not a caller's loop: a helper's local dies when it returns)
+        loop = own.node if own is not None else None
+        start = own.start_id if own is not None else 0
         self._holds.append((node, model.here(), key, len(model.events), function, loop, v.alias_of, v.id, start))
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -75,7 +76,7 @@ class GradAlias(Rule):
         events = model.events
         for node, context, key, seq, function, loop, owner, vid, start in self._holds:
             last_read = model.value_reads.get(vid, (-1, -1))[0]  # reads of the kept tensor itself
-            same = [e for e in events if e.function is function]
+            same = [e for e in events if e.root is function]  # in it, or in what it calls
             after = [e for e in same if e.seq >= seq]
             if loop is not None:  # the next iteration runs the loop's earlier events again
                 after += [e for e in same if e.seq < seq and loop in e.loops]

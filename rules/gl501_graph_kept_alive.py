@@ -28,8 +28,9 @@ class GraphKeptAlive(Rule):
     ## What it does
     Finds a graph-carrying tensor (a loss, a model output) accumulated into something that
     outlives the loop iteration: `total_loss += loss`, `losses.append(loss)`,
-    `history[k] += loss * n`, `outputs.append({"loss": loss})`, `total = total + loss`, also
-    when the loss comes from a function or method of the same module that returns it.
+    `history[k] += loss * n`, `outputs.append({"loss": loss})`, `total = total + loss`, a running
+    average (`avg = loss if avg is None else 0.9 * avg + 0.1 * loss`), also when the loss comes
+    from a function or method of the same module that returns it.
     It reports accumulation into a number (`total = 0`) in any loop, and into a list or dict in
     a training loop (one that calls `backward()` or `optimizer.step()`); collecting outputs in a
     module's `forward()` is how a forward pass works and is not reported.
@@ -42,8 +43,9 @@ class GraphKeptAlive(Rule):
     summing tensors also costs time in every step.
 
     Not reported: `total += loss.item()`, `losses.append(loss.detach())`, accumulation under
-    `torch.no_grad()`, and an accumulated loss that is itself back-propagated later (summing
-    losses to call `backward()` once is deliberate).
+    `torch.no_grad()`, and an accumulated loss that is back-propagated later in the same
+    function, itself or through a loss computed from it after the loop (summing losses to call
+    `backward()` once is deliberate).
 
     ## Example
     ```python
@@ -101,7 +103,8 @@ class GraphKeptAlive(Rule):
             fix = Fix((replace(value_node, text),), safe=False,
                       description=f"use `{text}`")
         function = model.function_stack[-1] if model.function_stack else None
-        self._pending.append((node, model.here(), acc, values, fix, numeric, model.loops[-1].node, function))
+        self._pending.append((node, model.here(), acc, values, fix, numeric, model.loops[-1].node,
+                              model.walk_root(), len(model.events), model.frames[-1], function))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         target = node.target
@@ -114,9 +117,13 @@ class GraphKeptAlive(Rule):
         target = node.targets[0].target
         key = dotted(target)
         value = node.value
+        if key is not None and isinstance(value, cst.IfExp):
+            # `avg = loss if avg is None else 0.9 * avg + 0.1 * loss`: the branch that keeps `avg`
+            value = next((b for b in (value.orelse, value.body) if _added_to(b, key) is not None), value)
         if key is not None and isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
-            if dotted(value.left) == key:
-                self._candidate(node, key, value.right, item=True)
+            added = _added_to(value, key)
+            if added is not None:
+                self._candidate(node, key, added, item=added is value.right)
         elif isinstance(target, cst.Subscript):
             self._candidate(node, dotted(target.value), value, item=False)
 
@@ -129,9 +136,11 @@ class GraphKeptAlive(Rule):
     def on_finish(self) -> None:
         model = self.model
         training_loops = {loop for e in model.events if e.kind in ("backward", "step") for loop in e.loops}
-        for node, context, acc, values, fix, numeric, loop, function in self._pending:
-            if acc in model.backwarded_keys:
-                continue  # the accumulated losses are back-propagated: deliberate
+        for node, context, acc, values, fix, numeric, loop, root, seq, frame, function in self._pending:
+            if ((root, acc) in model.backwarded_in if acc.isidentifier() else acc in model.backwarded_keys):
+                continue  # the accumulated losses are back-propagated (a local: in the same function): deliberate
+            if _propagated_after(model, values, loop, root, seq, model.frame_reads.get((frame, acc))):
+                continue  # ... or what is computed from them, once the loop is over (`loss = nll + penalty`)
             if _over_structure(loop):
                 continue  # a loop over parameters or submodules (a penalty term): bounded, one graph
             if loop not in training_loops and (not numeric or _returns(function, acc)):
@@ -139,6 +148,47 @@ class GraphKeptAlive(Rule):
             certain = any(not v.probable or v.id in model.backwarded for v in values)
             self.report(node, context=context, acc=acc, fix=fix,
                         severity=None if certain else Severity.WARNING)
+
+
+def _added_to(value: Any, key: str) -> Any:
+    """In ``key + t``, ``t + key``, ``a * key + t`` (a running sum or average of ``key``): ``t``."""
+    if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, cst.Add):
+        return None
+    for kept, other in ((value.left, value.right), (value.right, value.left)):
+        if isinstance(kept, cst.BinaryOperation) and isinstance(kept.operator, cst.Multiply):
+            kept = kept.right if dotted(kept.right) == key else kept.left
+        if dotted(kept) == key and not _reads(other, key):
+            return other
+    return None
+
+
+def _reads(node: Any, key: str) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == key:
+            return True
+        stack.extend(node_children(n))
+    return False
+
+
+def _propagated_after(model: Any, values: List[Any], loop: Any, root: Any, seq: int, read: Any) -> bool:
+    """Does a backward() (or autograd.grad) after the loop, in the same function, go through the
+    graphs of the accumulated values, or follow the loop that the accumulator is read after (a
+    graph mixed with an unknown value does not list all it goes through)?"""
+    deps = set()
+    for v in values:
+        deps |= v.deps
+    read_after = read is not None and read[1] > model.loop_exit_seq.get(id(loop), 1 << 30)
+    for e in model.events:
+        if e.kind != "backward" or e.seq < seq or e.root is not root or loop in e.loops or e.value is None:
+            continue
+        outs = e.value.items if e.value.kind == "tuple" else (e.value,)
+        if any(o.kind == "tensor" and o.deps & deps for o in outs):
+            return True
+        if read_after:
+            return True
+    return False
 
 
 _STRUCTURE = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children",

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Set
 
-from gradlint.model.names import called_names, dotted
+import libcst as cst
+
+from gradlint.model.names import called_names, dotted, node_children
 from gradlint.rule import Rule, Severity
 
 _ZERO = ("zero_grad", "zero_grad_keep")
@@ -26,6 +29,10 @@ class MissingZeroGrad(Rule):
     all gradients so far (2, 4, 6, ... instead of 2, 2, 2), so training diverges or crawls.
     Clearing between `backward()` and `step()` throws the fresh gradients away: `step()` sees
     `None` (or zeros) and nothing is updated.
+
+    A loop whose only clearing is a part's (`model.backbone.zero_grad()`) while the optimizer
+    steps the whole model, whose class (in the file) calls other trainable parts in `forward`,
+    leaves those parts' gradients to accumulate: reported at the `backward()` too.
 
     Gradient accumulation (`if (i + 1) % k == 0: optimizer.step(); optimizer.zero_grad()`) is
     fine, as are several optimizers (a GAN) each cleared in the loop, and a `zero_grad()` done
@@ -65,6 +72,10 @@ class MissingZeroGrad(Rule):
         events = self.model.events
         by_loop: Dict[Any, List[Any]] = {}
         for e in events:
+            if e.once and e.kind in _ZERO and e.loops:
+                # clears on the first pass of the outer loop only (an exhausted generator)
+                by_loop.setdefault(e.loops[-1], []).append(e)
+                continue
             for loop in e.loops:
                 by_loop.setdefault(loop, []).append(e)
         zero_helpers = {e.function.name.value for e in events if e.kind in _ZERO and e.function is not None}
@@ -96,6 +107,19 @@ class MissingZeroGrad(Rule):
                                 "across iterations and every step uses their running sum")
                     self.report(backward.node, context=(backward.statement, ()), related=related, what=what)
                 continue
+            partial = _partial_clear(self.model, loop, steps, [e for e in evs if e.kind in _ZERO])
+            if partial is not None:
+                zero, rest = partial
+                backward = next(e for e in evs if e.kind == "backward")
+                if id(backward.node) not in reported:
+                    reported.add(id(backward.node))
+                    self.report(
+                        backward.node, context=(backward.statement, ()),
+                        related=[(zero.node, "the only gradients cleared in the loop")],
+                        what=f"the loop clears only `{zero.key}`'s gradients, but the optimizer also steps "
+                        f"{', '.join('`%s`' % r for r in rest)}: their gradients accumulate across iterations",
+                    )
+                continue
             for step in steps:
                 before = [e for e in evs if e.seq < step.seq and e.kind in ("backward", "grad_set") + _ZERO
                           and not e.exits]
@@ -111,6 +135,47 @@ class MissingZeroGrad(Rule):
                         what="`zero_grad()` between `backward()` and `step()` clears the new gradients "
                         "before the optimizer uses them: nothing is updated",
                     )
+
+
+def _partial_clear(model: Any, loop: Any, steps: List[Any], zeros: List[Any]) -> Any:
+    """(a zero_grad, the parts left uncleared) when every ``zero_grad()`` in the loop is a part's
+    (``model.backbone.zero_grad()``) while a step's optimizer holds the whole module, whose class
+    (of this file) calls other trainable parts in its ``forward``, and the loop calls the module."""
+    if not zeros or any(z.key is None or z.kind != "zero_grad" or z.key.endswith(".grad") for z in zeros):
+        return None
+    for step in steps:
+        opt = step.value
+        if opt is None or opt.kind != "optimizer" or not isinstance(opt.node, str):
+            continue
+        owner = opt.node
+        if not all(z.key.startswith(owner + ".") for z in zeros) or not _calls(loop, owner):
+            continue
+        mods = [i.alias_of for i in opt.items if i.kind == "params" and i.alias_of is not None]
+        if len(mods) != 1 or mods[0].kind != "module" or not isinstance(mods[0].node, str):
+            continue
+        forward = model.resolve_method(mods[0], "forward")
+        if forward is None:
+            continue
+        used = called_names(forward.body)
+        cleared = {re.split(r"[.\[]", z.key[len(owner) + 1:], 1)[0] for z in zeros}
+        table = model.class_tables.get(mods[0].node, {})
+        rest = sorted(owner + "." + a[5:] for a, v in table.items()
+                      if a.startswith("self.") and "." not in a[5:] and v.kind == "module" and v.params is not False
+                      and a[5:] not in cleared and a[5:] in used and not model.frozen(owner + "." + a[5:]))
+        if rest:
+            return zeros[0], rest
+    return None
+
+
+def _calls(loop: Any, key: str) -> bool:
+    """Does the loop's body call ``key`` itself (``model(x)``)?"""
+    stack = [loop.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call) and dotted(n.func) == key:
+            return True
+        stack.extend(node_children(n))
+    return False
 
 
 def _fresh_each_iteration(step: Any, loop: Any) -> bool:

@@ -12,8 +12,10 @@ class OptimizerStaleParams(Rule):
     """
     ## What it does
     Finds a submodule or parameter replaced (`model.head = nn.Linear(...)`,
-    `model.weight = nn.Parameter(...)`) after an optimizer was built from that model's
-    parameters, in the same function.
+    `model.weight = nn.Parameter(...)`, `model.head.bias = nn.Parameter(...)`,
+    `model[1] = nn.Linear(...)`) after an optimizer was built from that model's parameters, in
+    the same function, or in methods of the file called one after the other on the same object
+    (`trainer.setup()` builds the optimizer, `trainer.finetune()` swaps the head).
 
     ## Why is this bad
     Silently wrong. The optimizer holds the parameter objects it was given; the new layer's
@@ -50,27 +52,73 @@ class OptimizerStaleParams(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         model = self.model
         function = model.function_stack[-1] if model.function_stack else None
+        root = model.walk_root()
         value = model.value_of(node.value)
         if value.kind == "optimizer" and isinstance(value.node, str):
-            self._owners[value.node] = function
-            self._builds.append((value.node, function, model.tick))
+            # the module object too: a method walked at a call (`trainer.setup()`) builds the
+            # optimizer that another (`trainer.finetune()`) makes stale
+            obj = _optimized(value)
+            key: Any = value.node
+            if obj is not None and _module_of(model, key) is not obj:
+                key = None  # built in a helper from its parameter `model`: here that name is another object
+            else:
+                obj = obj or _module_of(model, key)
+            if key is not None:
+                self._owners[key] = function
+            self._builds.append((key, function, model.tick, root, obj))
             return
+        if model.in_module_forward():
+            return  # a layer made in forward() (walked at a call): GL603's finding
         for t in node.targets:
             target = t.target
-            if not isinstance(target, cst.Attribute):
+            if not isinstance(target, (cst.Attribute, cst.Subscript)):
                 continue
             owner = dotted(target.value)
-            if owner is None or self._owners.get(owner, False) is not function:
+            if owner is None:
+                continue
+            if isinstance(node.value, cst.Call):
+                # a layer made here put into a part of the optimised module (`model.head.bias =
+                # nn.Parameter(...)`, `model[1] = nn.Linear(...)`): stale for the whole module's optimizer
+                owner = next((o for o in _prefixes(owner) if self._owners.get(o, False) is function), owner)
+            elif isinstance(target, cst.Subscript):
+                continue
+            obj = _module_of(model, owner)
+            if self._owners.get(owner, False) is not function and not any(
+                    r is root and m is obj for _, _, _, r, m in self._builds if m is not None):
                 continue
             new_params = (value.kind == "module" and value.params is not False) or (
                 value.kind == "tensor" and value.is_param
             )
             if new_params:
                 self._pending.append((node, model.here(), dict(target=dotted(target) or owner, owner=owner),
-                                      owner, function, model.tick))
+                                      owner, function, model.tick, root, obj))
 
     def on_finish(self) -> None:
-        for node, context, args, owner, function, tick in self._pending:
-            if any(o == owner and f is function and t > tick for o, f, t in self._builds):
+        for node, context, args, owner, function, tick, root, obj in self._pending:
+            if any(t > tick and ((o == owner and f is function) or (obj is not None and r is root and m is obj))
+                   for o, f, t, r, m in self._builds):
                 continue  # the optimizer is built again after the replacement
             self.report(node, context=context, **args)
+
+
+def _prefixes(key: str) -> List[str]:
+    """``model.head[0]`` -> ``model.head[0]``, ``model.head``, ``model`` (longest first)."""
+    out = [key]
+    while True:
+        cut = max(key.rfind("."), key.rfind("["))
+        if cut <= 0:
+            return out
+        key = key[:cut]
+        out.append(key)
+
+
+def _optimized(optimizer: Any) -> Any:
+    """The module whose ``parameters()`` the optimizer was built from, when the model knows it."""
+    mods = [i.alias_of for i in optimizer.items if i.kind == "params" and i.alias_of is not None]
+    return mods[0] if len(mods) == 1 and mods[0].kind == "module" else None
+
+
+def _module_of(model: Any, key: str) -> Any:
+    """The module value ``key`` names now (None when it names no module the model knows)."""
+    v = model.env.get(key)
+    return v if v is not None and v.kind == "module" else None

@@ -99,6 +99,12 @@ OUT_OF_REACH = {
     "GL401_state_dict_alias::bad_previous_state_rebound_late_in_loop":
         "the stale snapshot is read by an op (`model[0].weight - prev[...]`), not restored: "
         "seeing that read would need the arguments of every op checked",
+    "GL401_state_dict_alias::bad_best_checkpoint_kept_by_helper":
+        "the snapshot a helper stored in a dict is only read through Python after the example returns "
+        "(its result): the runtime sees a snapshot restored by load_state_dict(), not reads of a dict",
+    "GL401_state_dict_alias::bad_initial_state_then_helper_steps":
+        "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
+        "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
 }
 
 
@@ -113,6 +119,12 @@ ELSEWHERE = {
     "GL403_deepcopy_non_leaf::bad_module_attribute_logits_kept_for_logging":
         "at `model.last_logits = model(x)`, the statement that stored the graph tensor (the line to change); "
         "the deepcopy that raises is the related location",
+    "GL402_grad_alias::bad_helper_returns_grad_in_training_loop":
+        "at `return w.grad` in the helper, where the .grad tensor itself is taken; the static level "
+        "reports the append in the loop that keeps it",
+    "GL502_backward_through_freed_graph::bad_trainer_features_built_in_build":
+        "at the backward() in fit() that goes through the freed graph; the runtime does not tie the graph "
+        "to `self.feats = ...` in build(), another method (the static level reports there)",
 }
 
 

@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.env import Env
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, rebound_names
 from gradlint.model.syntax import (
     const_bool, conversion_copies, dtype_conversion, dtype_of_expr, kwarg, kwvalue, positional, retains,
 )
@@ -51,6 +51,11 @@ class CallMixin:
                     out = self._call_function(method, node, arg_values, receiver, dotted(func.value))
                     if out is not None:
                         return out
+                if bound is None and receiver.kind in (MODULE, INSTANCE):
+                    # `model.encoder(x)`: a submodule the object's class binds, called
+                    part = self.module_attribute(receiver, func.attr.value, key)
+                    if part is not None and part.kind == MODULE:
+                        return self._call_module(part, arg_values, node)
                 return self._call_method(receiver, func.attr.value, node, arg_values)
             if bound.kind == FUNCTION:
                 receiver = self.value_of(func.value)
@@ -86,7 +91,10 @@ class CallMixin:
             if name in ("zero_grad", "zero_grads") and callee.kind == UNKNOWN:
                 self.log("zero_grad", None, node)  # an imported helper that clears gradients
             if name in ("list", "tuple") and arg_values and arg_values[0].kind in (PARAMS, NAMED_PARAMS):
-                return arg_values[0]
+                v = arg_values[0]
+                if v.made == "generator":  # a list of them can be iterated again
+                    return Value(v.kind, node=v.node, params=v.params, alias_of=v.alias_of)
+                return v
             if name in ("float", "int") and arg_values and arg_values[0].kind == TENSOR:
                 v = arg_values[0]
                 return Value(SCALAR, src=v if v.rg else v.src, cuts=v.cuts)
@@ -158,9 +166,11 @@ class CallMixin:
         finally:
             self._inlining = inlining
 
-    def call_env(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value]) -> Optional[Env]:
+    def call_env(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value],
+                 keys: Optional[dict] = None) -> Optional[Env]:
         """The parameters of ``fn`` bound to this call's arguments (``self`` to the receiver);
-        None when the call's form is beyond the model (``*args`` at the call site)."""
+        None when the call's form is beyond the model (``*args`` at the call site). ``keys``, when
+        given, receives each parameter's argument as the caller names it (``store``, ``model.enc``)."""
         params = fn.params
         positional = list(getattr(params, "posonly_params", ())) + list(params.params)
         env: Env = {}
@@ -180,12 +190,45 @@ class CallMixin:
             if a.star:
                 return None
             if a.keyword is None:
-                if i < len(positional):
-                    env[positional[i].name.value] = v
+                name = positional[i].name.value if i < len(positional) else None
                 i += 1
-            elif a.keyword.value in by_name:
-                env[a.keyword.value] = v
+            else:
+                name = a.keyword.value if a.keyword.value in by_name else None
+            if name is not None:
+                env[name] = v
+                if keys is not None:
+                    keys[name] = dotted(a.value)
         return env
+
+    def argument_state(self, keys: dict, env: Env) -> None:
+        """What the caller knows about its arguments' attributes and items (``trainer.w``, bound
+        by ``trainer.setup()`` earlier) is known in the callee under the parameter's name."""
+        if not self._dotted_keys:
+            return
+        for param, caller in keys.items():
+            if caller is None:
+                continue
+            n = len(caller)
+            for k, v in self.env.items():
+                if k.startswith(caller) and k[n:n + 1] in (".", "[") and param + k[n:] not in env:
+                    env[param + k[n:]] = v
+
+    def apply_argument_writes(self, fn: Any, keys: dict, end: Env) -> None:
+        """Effects of a walked call on its arguments: what the callee bound on a parameter's
+        items or attributes (``store["best"] = ...``, ``model.head = nn.Linear(...)``) is bound on
+        the argument the caller passed (unless the callee rebinds the parameter itself)."""
+        rebound: Optional[set] = None
+        for k, v in list(end.items()):
+            cut = min((i for i in (k.find("."), k.find("[")) if i > 0), default=-1)
+            caller = keys.get(k[:cut]) if cut > 0 else None
+            if caller is None:
+                continue
+            if rebound is None:
+                rebound = self._rebound.get(id(fn))
+                if rebound is None:
+                    rebound = self._rebound[id(fn)] = rebound_names(fn.body)
+            if k[:cut] not in rebound:
+                self.bind_key(caller + k[cut:], v)
 
     def _inline(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value] = None) -> Optional[Value]:
         """A one-expression helper of this module (``def to_np(t): return t.detach().numpy()``)
@@ -439,7 +482,7 @@ class CallMixin:
             key = dotted(node.func.value)  # type: ignore[attr-defined]
             frozen = (key is not None and self.frozen(key)) or (kind == MODULE and receiver.params is False)
             return Value(PARAMS if attr == "parameters" else NAMED_PARAMS, node=key, params=False if frozen else None,
-                         alias_of=receiver)  # (the parameters of that module)
+                         alias_of=receiver, made="generator")  # (the parameters of that module)
         if attr == "backward":
             key = dotted(node.func.value)  # type: ignore[attr-defined]
             if kind == UNKNOWN and args and node.args[0].keyword is None:

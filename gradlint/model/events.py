@@ -18,7 +18,8 @@ class Event:
     (``p.grad = g``: gradients given by hand), 'clip' (``clip_grad_norm_``),
     'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
 
-    __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function", "exits", "value", "starts")
+    __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function", "exits", "value", "starts",
+                 "root", "once")
 
     def __init__(self, seq: int, kind: str, key: Optional[str], node: Any, loops: Tuple[Any, ...],
                  statement: Any, function: Any) -> None:
@@ -28,6 +29,12 @@ class Event:
         self.exits = False
         self.value: Optional[Value] = None  # the optimizer of a 'step', the tensor of a 'backward'
         self.starts: Tuple[int, ...] = ()  # per loop in ``loops``: the first value id made in it
+        # the function whose walk this is, when the event sits in a function of this file walked
+        # at a call (``train_step()`` called in ``main``: main), else ``function``
+        self.root: Any = function
+        # in the body of a loop over a generator made before an enclosing loop (``for p in
+        # params`` with ``params = model.parameters()``): it runs on that loop's first pass only
+        self.once = False
 
 
 class EventMixin:
@@ -43,7 +50,16 @@ class EventMixin:
                   self.current_statement, self.function_stack[-1] if self.function_stack else None)
         e.value = value
         e.starts = tuple(loop.start_id for loop in self.loops)
+        e.root = self.walk_root()
+        e.once = self.once_depth > 0
         self.events.append(e)
+
+    def walk_root(self) -> Any:
+        """The function being walked for its own sake (not at a call of it from this file):
+        what happens in the functions it calls, walked with its arguments, happens in it too
+        (None at module level, or in a function walked at a module-level call)."""
+        depth = len(self.function_stack) - len(self.inline_stack)
+        return self.function_stack[depth - 1] if depth > 0 else None
 
     def here(self) -> Tuple[Any, ...]:
         """Where a finding recorded now belongs (for a rule that reports it later): the
@@ -140,6 +156,7 @@ class EventMixin:
         values = value.items if value.kind == TUPLE else (value,)
         if key is not None:
             self.backwarded_keys.add(key)
+            self.backwarded_in.add((self.walk_root(), key))
         self.log("backward", key, node, value)
         loop = self.loops[-1] if self.loops else None
         for v in values:

@@ -141,6 +141,10 @@ class ExpressionMixin:
             self.last_read_tick[key] = self.tick
             self.frame_reads[(self.frames[-1], key)] = (len(self.events), self.tick)
             if key in self.env:
+                if self.loops:  # `self.hidden` read in a loop body, as for a name
+                    loop = self.own_loop()
+                    if loop is not None and key in loop.outer and key not in loop.first_use:
+                        loop.first_use[key] = self.current_statement
                 return self.read_value(self.env[key])
             if self.class_attrs and key in self.class_attrs[-1]:
                 return self.class_attrs[-1][key]

@@ -109,7 +109,8 @@ def _reads_only_cut(stmt: Any, key: str) -> bool:
             continue
         if isinstance(n, cst.AssignTarget):
             continue  # what the statement binds is no read
-        if isinstance(n, cst.Name) and n.value == key:
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == key:
             reads += 1
+            continue
         stack.extend(node_children(n))
     return reads > 0 and reads == cut

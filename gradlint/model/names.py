@@ -227,6 +227,32 @@ def called_names(node: cst.CSTNode) -> Set[str]:
     return names
 
 
+def rebound_names(node: cst.CSTNode) -> Set[str]:
+    """The plain names assigned anywhere inside ``node`` (``x = ...``, ``x += ...``, ``for x in``,
+    ``with ... as x``, tuple targets). It walks libcst's ``children``: for rare checks only."""
+    names: Set[str] = set()
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        n = stack.pop()
+        targets: list = []
+        if isinstance(n, cst.Assign):
+            targets = [t.target for t in n.targets]
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)):
+            targets = [n.target]
+        elif isinstance(n, cst.AsName):
+            targets = [n.name]
+        while targets:
+            t = targets.pop()
+            if isinstance(t, cst.Name):
+                names.add(t.value)
+            elif isinstance(t, (cst.Tuple, cst.List)):
+                targets.extend(e.value for e in t.elements)
+            elif isinstance(t, cst.StarredElement):
+                targets.append(t.value)
+        stack.extend(node_children(n))
+    return names
+
+
 def reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
     """Does ``expr`` contain ``<key>.grad`` (a manual update: ``w - lr * w.grad``)?"""
     stack = [expr]

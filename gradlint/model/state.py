@@ -82,6 +82,7 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.freed_by: Dict[int, Tuple[Any, Any]] = {}
         # keys (names) on which backward() was called
         self.backwarded_keys: set = set()
+        self.backwarded_in: set = set()  # (walk root, key): where, for a local name
         # inside torch.inference_mode() (grad_enabled is False there too)
         self.inference = False
         # classes whose definition the walk has reached
@@ -100,6 +101,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         # calls of this file's functions being walked with their arguments (see calls.py), the
         # walker's entry for doing so, and how many such walks this file may still make
         self.inline_stack: List[Any] = []
+        self._rebound: Dict[int, set] = {}  # id of a function walked at a call -> the names it rebinds
+        self.once_depth = 0  # inside loops whose body runs on an enclosing loop's first pass only
         self.walk_callee: Optional[Callable[..., Optional[Value]]] = None
         self.inline_budget = INLINE_BUDGET
         # from the pass over the file's definitions before the walk: functions by name, and per

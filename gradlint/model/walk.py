@@ -139,7 +139,8 @@ class Walker:
             return None
         if not self._worth_walking(fn, args, receiver):
             return None
-        env = model.call_env(fn, call, args, receiver)
+        keys: Dict[str, Optional[str]] = {}
+        env = model.call_env(fn, call, args, receiver, keys)
         if env is None:
             return None
         model.inline_budget -= 1
@@ -154,6 +155,8 @@ class Walker:
         freed = model.env.get(FREED)
         if freed is not None:
             env[FREED] = freed
+        me = fn.params.params[0].name.value if receiver_key is not None and fn.params.params else None
+        model.argument_state(dict(keys, **{me: receiver_key}) if me is not None else keys, env)
         saved = (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
                  model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site)
         model.grad_off_site = off_site
@@ -188,6 +191,7 @@ class Walker:
             for k, v in end.items():
                 if k.startswith(me):
                     model.bind_key(receiver_key + "." + k[len(me):], v)
+        model.apply_argument_writes(fn, keys, end)
         if FREED in end:
             model.env[FREED] = end[FREED]
         if not returned:
@@ -361,6 +365,8 @@ class Walker:
             return True  # an instance of a class further down: its attributes
         if any(a.kind not in (UNKNOWN, CONST, "scalar") for a in args):
             return True
+        if receiver is not None and receiver.kind == INSTANCE:
+            return True  # `trainer.setup()`: the attributes it binds are the object's from then on
         return fn.name.value in self._eventful_names()
 
     def _eventful_names(self) -> set:
@@ -607,7 +613,15 @@ class Walker:
             p = elem.items[1] if elem.kind == "tuple" and len(elem.items) == 2 else elem
             model.param_owner[p.id] = it.node
         model.bind_target(node.target, elem)
-        self._loop_body(node.body, node.orelse, node, outer)
+        # a generator (`model.parameters()`) made before an enclosing loop is exhausted by its
+        # first pass: from the second on, this body does not run
+        loop = model.own_loop()
+        once = it.made == "generator" and loop is not None and it.id < loop.start_id
+        model.once_depth += once
+        try:
+            self._loop_body(node.body, node.orelse, node, outer)
+        finally:
+            model.once_depth -= once
 
     def _while(self, node: cst.While) -> None:
         self.walk(node.test)
