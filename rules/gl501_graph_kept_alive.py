@@ -128,8 +128,13 @@ class GraphKeptAlive(Rule):
     def on_finish(self) -> None:
         model = self.model
         training_loops = {loop for e in model.events if e.kind in ("backward", "step") for loop in e.loops}
+        # statements whose accumulated values reach a backward() after their loop (through what
+        # is computed from the accumulator: `loss = total / n; loss.backward()`), on any walk of it
+        later = [e for e in model.events if e.kind == "backward" and e.value is not None and e.value.deps]
+        backwarded = {id(p[0]) for p in self._pending
+                      if any(p[6] not in e.loops and any(v.id in e.value.deps for v in p[3]) for e in later)}
         for node, context, acc, values, fix, numeric, loop in self._pending:
-            if acc in model.backwarded_keys:
+            if acc in model.backwarded_keys or id(node) in backwarded:
                 continue  # the accumulated losses are back-propagated: deliberate
             if _over_structure(loop):
                 continue  # a loop over parameters or submodules (a penalty term): bounded, one graph

@@ -10,7 +10,7 @@ import libcst as cst
 from gradlint.model.env import FREED
 from gradlint.model.names import dotted
 from gradlint.model.syntax import const_bool, kwvalue
-from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value
+from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value, join_values
 
 
 class Event:
@@ -119,6 +119,13 @@ class EventMixin:
 
     def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False) -> None:
         values = value.items if value.kind == TUPLE else (value,)
+        if value.kind == UNKNOWN and value.items:
+            # backward() on a name that holds one of these tensors or a number: a tensor (evidence)
+            tensors = [i for i in value.items if i.kind == TENSOR]
+            if tensors:
+                value = join_values(tensors)
+                values = (value,)
+                self.backwarded.update(t.id for t in tensors)
         if key is not None:
             self.backwarded_keys.add(key)
         self.log("backward", key, node, value)

@@ -12,7 +12,7 @@ from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
     CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, plain_tensor,
-    union,
+    join_values, union,
 )
 
 
@@ -172,7 +172,9 @@ class ExpressionMixin:
             return self._derived(base, [], node, view=basic_index(node))
         if base.kind == NDARRAY:
             return Value(NDARRAY, src=base.src, cuts=base.cuts)
-        if base.kind == TUPLE and len(node.slice) == 1 and base.made != "joined":
+        # a tuple's element, or a layer of an `nn.Sequential` built from modules in place (`model[0]`)
+        parts = base.kind == TUPLE or (base.kind == MODULE and bool(base.items))
+        if parts and len(node.slice) == 1 and base.made != "joined":
             idx = node.slice[0].slice
             if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
                 i = int(idx.value.value, 0)
@@ -182,6 +184,9 @@ class ExpressionMixin:
 
     def _combine(self, operands: List[Value], node: Any, op: Optional[str] = None) -> Value:
         """An arithmetic operation over ``operands``."""
+        # `total = 0.0; for ...: total += loss`, then `total / n`: the tensors the loop left
+        operands = [join_values(list(o.items)) if o.kind == UNKNOWN and o.items and all(
+            i.kind == TENSOR for i in o.items) else o for o in operands]
         tensors = [o for o in operands if o.kind == TENSOR]
         if tensors:
             if op is not None and len(operands) == 2 and operands[0] is not tensors[0]:
