@@ -57,7 +57,7 @@ class TensorCopyConstruct(Rule):
     hint = "use `t.detach().clone()` (or `t.clone()` to keep the gradient)"
     fixable = True
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: cst.Call, inlined: bool = False) -> None:
         model = self.model
         if model.qualname(node.func) != "torch.tensor" or not node.args or node.args[0].keyword is not None:
             return
@@ -65,7 +65,11 @@ class TensorCopyConstruct(Rule):
         if v.kind != "tensor":
             return
         extra = ": the gradient to the source is lost" if v.rg is True else ""
-        self.report(node, extra=extra, fix=_copy_fix(node))
+        # no fix in a helper seen at one of its calls: another call may give it a list
+        self.report(node, extra=extra, fix=None if inlined else _copy_fix(node))
+
+    def on_inlined_call(self, node: cst.Call) -> None:
+        self.visit_Call(node, inlined=True)  # `def collate(rows): return torch.tensor(rows)` given a tensor
 
 
 def _copy_fix(node: cst.Call) -> Optional[Fix]:

@@ -136,10 +136,16 @@ class GraphKeptAlive(Rule):
     def on_finish(self) -> None:
         model = self.model
         training_loops = {loop for e in model.events if e.kind in ("backward", "step") for loop in e.loops}
+        # statements whose accumulated values reach a backward() after their loop (through what
+        # is computed from the accumulator: `loss = total / n; loss.backward()`), on any walk of it
+        later = [e for e in model.events if e.kind == "backward" and e.value is not None and e.value.deps]
+        backwarded = {id(p[0]) for p in self._pending
+                      if any(p[6] not in e.loops and any(v.id in e.value.deps for v in p[3]) for e in later)}
         for node, context, acc, values, fix, numeric, loop, root, seq, frame, function in self._pending:
             if ((root, acc) in model.backwarded_in if acc.isidentifier() else acc in model.backwarded_keys):
                 continue  # the accumulated losses are back-propagated (a local: in the same function): deliberate
-            if _propagated_after(model, values, loop, root, seq, model.frame_reads.get((frame, acc))):
+            if id(node) in backwarded or _propagated_after(model, values, loop, root, seq,
+                                                           model.frame_reads.get((frame, acc))):
                 continue  # ... or what is computed from them, once the loop is over (`loss = nll + penalty`)
             if _over_structure(loop):
                 continue  # a loop over parameters or submodules (a penalty term): bounded, one graph

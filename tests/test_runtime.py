@@ -55,6 +55,12 @@ DEEP_ONLY = {
     "GL103_inplace_through_data::bad_numpy_view_write":
         "a write through a NumPy view is invisible to torch; only the deep level's checksum sees it "
         "(reported at the write to the array variable, read from the source)",
+    "GL102_inplace_on_saved_output::bad_pruning_mask_buffer_updated_before_backward":
+        "the buffer is saved as an operand of fc(x) * mask (needs the hooks)",
+    "GL103_inplace_through_data::bad_decay_through_data_while_accumulating":
+        "w is saved as an input of w * w in the micro-step before (needs the hooks)",
+    "GL103_inplace_through_data::bad_head_weight_normalized_through_data_before_backward":
+        "the head's Linear saves its weight to compute its input's gradient (needs the hooks)",
 }
 
 # Bad examples of covered codes that neither level can report, and why.
@@ -105,6 +111,9 @@ OUT_OF_REACH = {
     "GL401_state_dict_alias::bad_initial_state_then_helper_steps":
         "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
         "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
+    "GL203_detach_then_requires_grad::bad_sequential_layer_weight_made_a_new_leaf":
+        "the new leaf is a detached copy of a leaf (a Sequential layer's weight): the monitor follows "
+        "copies of graph tensors, and a leaf has no graph that the backward() could have missed",
 }
 
 

@@ -35,6 +35,10 @@ class CallMixin:
             caller = self.function_stack[-1].name.value if self.function_stack else None
             self.calls.setdefault(callee, []).append((caller, mode))
         arg_values = [self.value_of(a.value) for a in node.args]
+        if self._inlining:
+            # a call in a one-expression helper evaluated at its call site (its body is not
+            # walked): rules that look at calls see it here, with this call's arguments
+            self._emit("inlined_call", (node,))
         q = self.qualname(func)
         if q is not None:
             return self._call_qualified(q, node, arg_values)
@@ -353,10 +357,12 @@ class CallMixin:
                 if v.kind == MODULE and v.inplace and prev is not None and prev.act in api.SAVES_OUTPUT:
                     self._emit("sequential_inplace", (arg, prev, v))
                 prev = v if v.kind == MODULE else None
-            # its layers, by position (`model[0]`), when each is known
-            layers = tuple(args) if all(a.kind == MODULE for a in args) and all(
-                a.keyword is None and a.star == "" for a in node.args) else ()
-            return Value(MODULE, params=True if any(has) else None, items=layers)
+            # its output is its last module's: `Sequential(Linear, Sigmoid)` returns a saved output
+            last = prev.act if prev is not None and prev.params is False and not prev.inplace else None
+            # its layers by position (`model[0]`), when each argument is a module given in place
+            parts = tuple(args) if all(a.keyword is None and not a.star for a in node.args) and all(
+                v.kind == MODULE for v in args) else ()
+            return Value(MODULE, params=True if any(has) else None, act=last, items=parts)
         if q == "torch.nn.ModuleList" and len(args) == 1 and args[0].kind == TUPLE and args[0].made is None \
                 and args[0].items and all(i.kind == MODULE for i in args[0].items):
             layers = args[0].items
@@ -497,6 +503,12 @@ class CallMixin:
             return UNKNOWN_VALUE
         if attr == "state_dict":
             return Value(UNKNOWN)  # a value of its own, so that reads of it can be followed
+        if attr == "register_buffer" and kind in (MODULE, INSTANCE) and len(args) >= 2 and args[1].kind == TENSOR:
+            # `self.register_buffer("mean", torch.zeros(3))`: the buffer is the attribute `self.mean`
+            key, name = dotted(node.func.value), node.args[0].value  # type: ignore[attr-defined]
+            if key is not None and isinstance(name, cst.SimpleString) and node.args[1].keyword is None:
+                self.bind_key(f"{key}.{name.evaluated_value}", args[1])
+            return UNKNOWN_VALUE
         if kind == MODULE:
             if attr == "requires_grad_":
                 flag = const_bool(positional(node)[0]) if positional(node) else True

@@ -9,7 +9,8 @@ import libcst as cst
 
 from gradlint.model.names import dotted
 from gradlint.model.values import (
-    CLASS, CONST, FUNCTION, INSTANCE, MODULE, NDARRAY, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value,
+    CLASS, CONST, FUNCTION, INSTANCE, MODULE, NDARRAY, OPTIMIZER, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE,
+    Value,
 )
 
 
@@ -100,6 +101,11 @@ class EnvMixin:
                 # one of several opaque objects (a snapshot on one path, a copy on another): still
                 # unknown, but a read of it reads each of them
                 out[k] = Value(UNKNOWN, items=tuple(kept))
+            elif all(x is not None and x.kind in (TENSOR, SCALAR, CONST) for x in vals) and any(
+                    x.kind == TENSOR for x in vals):
+                # `total = 0.0` before a loop, `total = total + loss` in it: a number when the
+                # loop ran zero times, else one of these tensors (unknown, but a read reads them)
+                out[k] = Value(UNKNOWN, items=tuple(x for x in kept if x.kind == TENSOR))
             if v is not None and v.kind == TUPLE and (v.made == "list" or v.items == ()):
                 # a list that some path appended to: it may hold any of the elements (by position,
                 # nothing is known)

@@ -10,7 +10,7 @@ import libcst as cst
 from gradlint.model.env import FREED
 from gradlint.model.names import dotted, reads_grad_of
 from gradlint.model.syntax import const_bool, kwvalue
-from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value
+from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value, join_values
 
 
 class Event:
@@ -149,11 +149,19 @@ class EventMixin:
         self.saver_stmt[value.id] = self.current_statement
 
     def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False) -> None:
+        values = value.items if value.kind == TUPLE else (value,)
+        if value.kind == UNKNOWN and value.items:
+            # backward() on a name that holds one of these tensors or a number: a tensor (evidence)
+            tensors = [i for i in value.items if i.kind == TENSOR]
+            if tensors:
+                value = join_values(tensors)
+                values = (value,)
+                self.backwarded.update(t.id for t in tensors)
         if value.kind == UNKNOWN and key is not None and not self.expecting_error:
             # evidence: what backward() is called on (and returns) is a tensor with a graph
             value = Value(TENSOR, rg=True, leaf=False)
+            values = (value,)
             self.bind_key(key, value)
-        values = value.items if value.kind == TUPLE else (value,)
         if key is not None:
             self.backwarded_keys.add(key)
             self.backwarded_in.add((self.walk_root(), key))

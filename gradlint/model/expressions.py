@@ -12,7 +12,7 @@ from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
     CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, plain_tensor,
-    union,
+    join_values, union,
 )
 
 
@@ -198,6 +198,9 @@ class ExpressionMixin:
 
     def _combine(self, operands: List[Value], node: Any, op: Optional[str] = None) -> Value:
         """An arithmetic operation over ``operands``."""
+        # `total = 0.0; for ...: total += loss`, then `total / n`: the tensors the loop left
+        operands = [join_values(list(o.items)) if o.kind == UNKNOWN and o.items and all(
+            i.kind == TENSOR for i in o.items) else o for o in operands]
         tensors = [o for o in operands if o.kind == TENSOR]
         if tensors:
             if op is not None and len(operands) == 2 and operands[0] is not tensors[0]:

@@ -9,9 +9,12 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.values import (
-    CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, plain_tensor, union,
+    CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
+    plain_tensor, union,
 )
 
+# torch.nn layers whose backward reads their weight (for the gradient of their input)
+_SAVES_WEIGHT = frozenset("torch.nn." + n for n in "Linear Conv1d Conv2d Conv3d".split())
 # the attributes torch.nn's layers hold as parameters
 _PARAM_ATTRS = frozenset({"weight", "bias", "in_proj_weight", "in_proj_bias"})
 
@@ -45,6 +48,19 @@ def harvest(fn: cst.FunctionDef, env: Dict[str, Value], table: Dict[str, Value])
                 table[attr] = v
             elif old is not v and (old.kind != v.kind or old.node != v.node):
                 table[attr] = UNKNOWN_VALUE
+        elif v.kind == TENSOR:
+            # a tensor set in a method (`def setup(self): self.w = torch.randn(3, requires_grad=True)`)
+            # is a tensor in the others; whether it requires grad is kept only for a leaf that
+            # does, and only while no other method binds the attribute to another value
+            old = table.get(attr)
+            if old is None:
+                table[attr] = v if v.leaf_requiring_grad and not v.is_param else Value(TENSOR, rg=None, leaf=None)
+            elif old is not v and old.kind == TENSOR and not old.is_param:
+                table[attr] = Value(TENSOR, rg=None, leaf=None)
+            elif old.kind != TENSOR:
+                table[attr] = UNKNOWN_VALUE
+        elif table.get(attr) is not None and table[attr].kind == TENSOR and not table[attr].is_param:
+            table[attr] = UNKNOWN_VALUE  # a tensor in one method, something else in another
 
 
 class ObjectMixin:
@@ -72,6 +88,13 @@ class ObjectMixin:
             deps = union(a.deps for a in args if a.kind == TENSOR and a.rg)
             out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
             self.add_saver(out)  # e.g. Linear saves its input to compute the weight's grad
+            if module.node in _SAVES_WEIGHT and any(a.kind == TENSOR and a.rg is True for a in args):
+                # a Linear/Conv layer saves its weight to compute its input's gradient
+                name = module.node.rsplit(".", 1)[-1]
+                self.saved.setdefault(self.layer_param(module, "weight").id, []).append(
+                    (out.id, f"the weight of `{name}`, saved for its input's gradient"))
+            if module.act in api.SAVES_OUTPUT:  # a container ending in Sigmoid/Tanh/Softmax
+                self.saved.setdefault(out.id, []).append((out.id, f"the output of `{module.act}`"))
             return out
         if grad is False:
             out = plain_tensor(cuts=cuts)
@@ -90,8 +113,18 @@ class ObjectMixin:
                 and isinstance(base.node, str) and base.node.startswith("torch.nn.")):
             if key is not None and self.frozen(key):
                 return Value(TENSOR, rg=None, leaf=True)
-            return leaf_rg(is_param=True)
+            return self.layer_param(base, attr)
         return None
+
+    def layer_param(self, layer: Value, attr: str) -> Value:
+        """The parameter ``attr`` of the torch.nn layer ``layer``: one value per layer object."""
+        entry = self.layer_params.get(id(layer))
+        if entry is None or entry[0] is not layer:
+            entry = self.layer_params[id(layer)] = (layer, {})
+        p = entry[1].get(attr)
+        if p is None:
+            p = entry[1][attr] = leaf_rg(is_param=True)
+        return p
 
     def _class_attribute(self, cls: str, attr: str) -> Optional[Value]:
         seen = set()
@@ -146,10 +179,21 @@ class ObjectMixin:
         key = (id(fn), self.grad_enabled, tuple(_shape(a) for a in args))
         seen = self.forward_memo.get(key)
         if seen is not None:
-            return self._like(seen, args) if self.grad_enabled is True else None
+            like = self._like(seen, args) if self.grad_enabled is True else None
+            if like is not None and like.kind == TENSOR:
+                # what that walk saved of the module's own tensors (a weight, a buffer), saved again
+                for kept, what in self.forward_saves.get(key, ()):
+                    self.saved.setdefault(kept, []).append((like.id, what))
+            return like
+        start, before = next_id(), {k: len(v) for k, v in self.saved.items()}
         out = self._call_function(fn, node, args, module, None)
         if out is not None:
             self.forward_memo[key] = out
+            inputs = {a.id for a in args}
+            params = {p.id for _, ps in self.layer_params.values() for p in ps.values()}
+            self.forward_saves[key] = [(k, v[before.get(k, 0)][1]) for k, v in self.saved.items()
+                                       if (k < start or k in params) and k not in inputs
+                                       and len(v) > before.get(k, 0)]
         if out is None or self.grad_enabled is not True:
             return None
         if out.kind == TENSOR and out.rg is not None:

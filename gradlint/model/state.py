@@ -114,6 +114,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         # keys of modules (or parameters) the code froze; value id -> the module key whose
         # ``parameters()`` the value came from
         self.frozen_keys: set = set()
+        # id of a torch.nn layer's value -> (that value, {attribute: its parameter}): `m.weight`
+        # is the same tensor at every read of the same module
+        self.layer_params: Dict[int, Tuple[Value, Dict[str, Value]]] = {}
         # the tests of the enclosing `if` statements whose body is being walked
         self.conditions: List[Any] = []
         # id of a loop node -> the statement count (tick) when its walk ended
@@ -142,6 +145,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.releafed: set = set()
         # (forward of a class of the file, grad mode, input shapes) -> what its walk returned
         self.forward_memo: Dict[Any, Value] = {}
+        # the same key -> (id, what) of each tensor made before that walk that it saved for backward
+        self.forward_saves: Dict[Any, List[Tuple[int, str]]] = {}
         # id of a tensor (not a parameter) -> events logged when its name was bound to something else
         self.leaf_rebinds: Dict[int, int] = {}
         self.param_owner: Dict[int, str] = {}
