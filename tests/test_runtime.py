@@ -114,6 +114,12 @@ OUT_OF_REACH = {
     "GL203_detach_then_requires_grad::bad_sequential_layer_weight_made_a_new_leaf":
         "the new leaf is a detached copy of a leaf (a Sequential layer's weight): the monitor follows "
         "copies of graph tensors, and a leaf has no graph that the backward() could have missed",
+    "GL102_inplace_on_saved_output::bad_inplace_flag_set_on_a_layer_after_construction":
+        "the in-place flag is set on the layer after construction (`model[2].inplace = True`): the runtime "
+        "blames the construction of an in-place module, and this one was constructed without the flag",
+    "GL203_detach_then_requires_grad::bad_variable_rewraps_the_features":
+        "Variable(t, requires_grad=True) detaches and re-leafs inside torch's Variable constructor, not "
+        "through the detach()/requires_grad_() calls the monitor follows",
 }
 
 
@@ -134,6 +140,9 @@ ELSEWHERE = {
     "GL502_backward_through_freed_graph::bad_trainer_features_built_in_build":
         "at the backward() in fit() that goes through the freed graph; the runtime does not tie the graph "
         "to `self.feats = ...` in build(), another method (the static level reports there)",
+    "GL601_missing_zero_grad::bad_manual_update_without_clearing_grad":
+        "the runtime reports the hand-written update that uses the accumulated .grad (the symptom); "
+        "static mode reports the backward() before which the gradient must be cleared",
 }
 
 
