@@ -100,7 +100,8 @@ class GraphKeptAlive(Rule):
             text = f"{code}.item()" if item else f"{code}.detach()"
             fix = Fix((replace(value_node, text),), safe=False,
                       description=f"use `{text}`")
-        self._pending.append((node, model.here(), acc, values, fix, numeric, model.loops[-1].node))
+        self._pending.append((node, model.here(), acc, values, fix, numeric, model.loops[-1].node,
+                              len(model.events), model.function_stack[-1] if model.function_stack else None))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         target = node.target
@@ -128,9 +129,11 @@ class GraphKeptAlive(Rule):
     def on_finish(self) -> None:
         model = self.model
         training_loops = {loop for e in model.events if e.kind in ("backward", "step") for loop in e.loops}
-        for node, context, acc, values, fix, numeric, loop in self._pending:
+        for node, context, acc, values, fix, numeric, loop, seq, fn in self._pending:
             if acc in model.backwarded_keys:
                 continue  # the accumulated losses are back-propagated: deliberate
+            if _backward_after(model.events, loop, seq, fn):
+                continue  # summed over sub-batches or domains, back-propagated once after the loop
             if _over_structure(loop):
                 continue  # a loop over parameters or submodules (a penalty term): bounded, one graph
             if not numeric and loop not in training_loops:
@@ -138,6 +141,19 @@ class GraphKeptAlive(Rule):
             certain = any(not v.probable or v.id in model.backwarded for v in values)
             self.report(node, context=context, acc=acc, fix=fix,
                         severity=None if certain else Severity.WARNING)
+
+
+def _backward_after(events: List[Any], loop: Any, seq: int, fn: Any) -> bool:
+    """Does ``fn`` call backward() after ``loop`` (and no backward()/step() of its own in it)?
+    (``autograd.grad`` of a penalty in a helper the loop calls does not make it a training loop.)"""
+    after = False
+    for e in events:
+        if e.function is not fn or e.kind not in ("backward", "step"):
+            continue
+        if loop in e.loops:
+            return False
+        after = after or (e.kind == "backward" and e.seq >= seq)
+    return after
 
 
 _STRUCTURE = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children",

@@ -113,6 +113,15 @@ ELSEWHERE = {
     "GL403_deepcopy_non_leaf::bad_module_attribute_logits_kept_for_logging":
         "at `model.last_logits = model(x)`, the statement that stored the graph tensor (the line to change); "
         "the deepcopy that raises is the related location",
+    "GL302_requires_grad_on_non_leaf::bad_decayed_weight_flagged_again_next_step":
+        "at `w.requires_grad = True`, the line that raises on step two; static mode reports the cause, "
+        "`w = w * 0.9` at the end of the body, whose value arrives there",
+    "GL303_non_leaf_grad_read::bad_hidden_state_grad_logged_each_step":
+        "at the `h.grad` read that is None on step two; static mode reports the cause, `h = out` at "
+        "the end of the body",
+    "GL703_inference_mode_tensor_in_autograd::bad_module_converted_with_to_under_inference_mode":
+        "inside the module's forward (self.head(...)), where the inference weight is saved; static mode "
+        "reports the `.to()` under inference_mode that made the weights inference tensors",
 }
 
 

@@ -17,7 +17,7 @@ from gradlint.model import torchapi as api
 from gradlint.model.names import called_names, dotted
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
-from gradlint.model.objects import ClassInfo, harvest as _harvest
+from gradlint.model.objects import ClassInfo, harvest as _harvest, receiver_state
 from gradlint.model.state import Model, element_of
 from gradlint.model.syntax import const_bool
 from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, join_values
@@ -169,6 +169,7 @@ class Walker:
         env = model.call_env(fn, call, args, receiver)
         if env is None:
             return None
+        receiver_state(model.env, env, receiver, receiver_key, fn)
         model.inline_budget -= 1
         mode, assumed = self._function_grad_mode(fn)
         if assumed:
@@ -374,6 +375,8 @@ class Walker:
             return True
         if any(a.kind not in (UNKNOWN, CONST, "scalar") for a in args):
             return True
+        if receiver is not None and receiver.kind == INSTANCE:
+            return True  # `trainer.setup()`: the state it sets is known at the later calls
         return fn.name.value in self._eventful_names()
 
     def _eventful_names(self) -> set:
@@ -841,7 +844,7 @@ def _falls_off(fn: cst.FunctionDef) -> bool:
 
 
 def _shape(v: Any) -> Any:
-    return (v.kind, v.rg, v.leaf, v.alias_kind, v.made, v.src is None, v.view_of_leaf)
+    return (v.kind, v.rg, v.leaf, v.alias_kind, v.made, v.src is None, v.view_of_leaf, v.inference)
 
 
 def _carried_change(before: Dict[str, Value], after: Dict[str, Value], outer: Any) -> bool:
