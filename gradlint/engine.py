@@ -35,9 +35,10 @@ from gradlint.suppress import apply_noqa, is_skipped
 # skips the libcst parse). Tensors are only known through an import of torch; but some rules
 # also read duck-typed calls on values passed in (`model.parameters()`, `model.buffers()`,
 # `model.state_dict()`, `loss.backward()` in a training loop) and custom autograd Functions
-# recognised by the base's name (`class F(Function)`), which need no import of torch.
+# recognised by the base's name (`class F(Function)`), which need no import of torch, and
+# `t.requires_grad = True` (evidence that `t` is a leaf tensor).
 # tests/test_prefilter.py proves on the fixtures that no rule fires without one of these.
-PREFILTER_TOKENS = ("torch", "parameters", "buffers", "state_dict", "backward", "Function")
+PREFILTER_TOKENS = ("torch", "parameters", "buffers", "state_dict", "backward", "Function", "requires_grad")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ class NonLeafGradRead(Rule):
     """
     ## What it does
     Finds `.grad` read on a tensor computed from others (a non-leaf) on which `retain_grad()`
-    was not called.
+    was not called, the output of a `torch.nn` layer included (`feats = model.backbone(x)`:
+    a new tensor whether the layer is frozen or not, so its `.grad` is never filled). The
+    output of another module is not reported: it may return a leaf it was given.
 
     ## Why is this bad
     Silently wrong: autograd only fills `.grad` of leaves. The value is `None` (torch warns
@@ -44,8 +46,10 @@ class NonLeafGradRead(Rule):
     hint = "call `.retain_grad()` before backward(), use `torch.autograd.grad(loss, y)`, or read the leaf's `.grad`"
 
     def on_grad_read(self, node: Any, value: Any) -> None:
-        if value.kind != "tensor" or value.rg is not True or value.leaf is not False or value.probable:
+        if value.kind != "tensor" or value.rg is not True or value.leaf is not False:
             return
+        if value.probable and value.made != "layer":
+            return  # a module that may return a leaf it was given (or its own parameter)
         if value.id in self.model.retained:
             return
         if value.made == "conv":

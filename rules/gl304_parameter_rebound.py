@@ -24,7 +24,9 @@ class ParameterRebound(Rule):
     - inside `torch.no_grad()` it no longer requires grad: the next `backward()` raises
       `RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn`.
     In a training loop this fails on the second iteration (an error); outside a loop it is
-    reported as a warning.
+    reported as a warning. A registered parameter of a `torch.nn` layer (`model.fc.weight = ...`)
+    cannot be rebound to a plain tensor at all: the assignment raises `TypeError: cannot assign
+    'torch.FloatTensor' as parameter 'weight'`.
 
     ## Example
     ```python
@@ -63,10 +65,23 @@ class ParameterRebound(Rule):
             return
         model = self.model
         cur = model.lookup(key)
+        layer_param = False
+        target = node.targets[0].target
+        if cur.kind == "unknown" and isinstance(target, cst.Attribute) and reads_grad_of(node.value, key):
+            # `model.fc.weight = ...`: a parameter of a torch.nn layer, known from the module
+            cur = model.value_of(target)
+            layer_param = cur.is_param and model.value_of(target.value).kind == "module"
+            if not layer_param:
+                return
         if not cur.leaf_requiring_grad or not reads_grad_of(node.value, key):
             return
         if model.value_of(node.value).leaf_requiring_grad:
             return  # rebound to a new leaf on purpose (.detach().requires_grad_())
+        if layer_param:
+            self._pending.append((node, model.here(), dict(
+                name=key, effect="a registered parameter cannot hold a plain tensor: the assignment raises TypeError",
+                severity=None)))
+            return
         if model.grad_enabled is True:
             effect = "it is a non-leaf, so its `.grad` is None after the next backward()"
         elif model.grad_enabled is False:

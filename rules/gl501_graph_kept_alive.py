@@ -147,6 +147,8 @@ class GraphKeptAlive(Rule):
             if id(node) in backwarded or _propagated_after(model, values, loop, root, seq,
                                                            model.frame_reads.get((frame, acc))):
                 continue  # ... or what is computed from them, once the loop is over (`loss = nll + penalty`)
+            if _backward_after(model.events, loop, seq, function):
+                continue  # summed over sub-batches or domains, back-propagated once after the loop
             if _over_structure(loop):
                 continue  # a loop over parameters or submodules (a penalty term): bounded, one graph
             if loop not in training_loops and (not numeric or _returns(function, acc)):
@@ -195,6 +197,19 @@ def _propagated_after(model: Any, values: List[Any], loop: Any, root: Any, seq: 
         if read_after:
             return True
     return False
+
+
+def _backward_after(events: List[Any], loop: Any, seq: int, fn: Any) -> bool:
+    """Does ``fn`` call backward() after ``loop`` (and no backward()/step() of its own in it)?
+    (``autograd.grad`` of a penalty in a helper the loop calls does not make it a training loop.)"""
+    after = False
+    for e in events:
+        if e.function is not fn or e.kind not in ("backward", "step"):
+            continue
+        if loop in e.loops:
+            return False
+        after = after or (e.kind == "backward" and e.seq >= seq)
+    return after
 
 
 _STRUCTURE = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children",

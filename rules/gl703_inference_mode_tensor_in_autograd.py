@@ -10,8 +10,10 @@ class InferenceModeTensorInAutograd(Rule):
     ## What it does
     Finds a tensor created under `torch.inference_mode()` that is later saved for backward by an
     operation run with grad enabled (multiplied with a tensor that requires grad, or fed to a
-    module with parameters), and a module constructed under `torch.inference_mode()` that is
-    later called with grad enabled (trained).
+    module with parameters), and a module constructed (or converted: `.to(torch.float64)`,
+    `.double()`, `.cuda()`) under `torch.inference_mode()` that is later called with grad
+    enabled (trained). Tensors made by a helper, a module's output, or state a trainer set in
+    another method are followed.
 
     ## Why is this bad
     Inference tensors cannot take part in autograd: `RuntimeError: Inference tensors cannot be
@@ -59,4 +61,4 @@ class InferenceModeTensorInAutograd(Rule):
         if node is None or id(node) in self._seen:
             return
         self._seen.add(id(node))
-        self.report(node, what="a module constructed under inference_mode is called with grad enabled: its weights are inference tensors, their .grad stays None and optimizer.step() raises")
+        self.report(node, what="a module constructed (or converted with .to()/.double()) under inference_mode is called with grad enabled: its weights are inference tensors, their .grad stays None or backward() raises, and optimizer.step() raises")

@@ -143,6 +143,21 @@ ELSEWHERE = {
     "GL601_missing_zero_grad::bad_manual_update_without_clearing_grad":
         "the runtime reports the hand-written update that uses the accumulated .grad (the symptom); "
         "static mode reports the backward() before which the gradient must be cleared",
+    "GL302_requires_grad_on_non_leaf::bad_decayed_weight_flagged_again_next_step":
+        "at `w.requires_grad = True`, the line that raises on step two; static mode reports the cause, "
+        "`w = w * 0.9` at the end of the body, whose value arrives there",
+    "GL303_non_leaf_grad_read::bad_hidden_state_grad_logged_each_step":
+        "at the `h.grad` read that is None on step two; static mode reports the cause, `h = out` at "
+        "the end of the body",
+    "GL703_inference_mode_tensor_in_autograd::bad_module_converted_with_to_under_inference_mode":
+        "inside the module's forward (self.head(...)), where the inference weight is saved; static mode "
+        "reports the `.to()` under inference_mode that made the weights inference tensors",
+    "GL305_backward_without_graph::bad_variable_wraps_the_loss":
+        "at the backward() that raises: Variable(t) detaches inside torch's Variable constructor, which "
+        "the monitor does not see as a cut; static mode reports the Variable(...) line",
+    "GL305_backward_without_graph::bad_attack_helper_called_from_no_grad_evaluation":
+        "inside the helper, where the loss computed under the caller's no_grad is made; static mode "
+        "reports the call made under no_grad (the line to change)",
 }
 
 

@@ -279,7 +279,9 @@ class CallMixin:
                     return Value(TENSOR, rg=True, leaf=False, probable=True)
                 return plain_tensor() if grad is False else Value(TENSOR, rg=None, leaf=None)
             if summary.rg is False:
-                return plain_tensor()
+                out = plain_tensor()
+                out.inference = summary.inference  # an inference tensor it returns stays one
+                return out
             return UNKNOWN_VALUE
         if summary.kind == MODULE:
             return Value(MODULE, params=summary.params, act=summary.act, inplace=summary.inplace,
@@ -398,8 +400,8 @@ class CallMixin:
 
     def _factory(self, q: str, node: cst.Call, args: List[Value]) -> Value:
         v = self._factory_value(q, node, args)
-        if self.inference and v.kind == TENSOR and v.made is None:
-            v.made, v.made_node = "inference", node
+        if self.inference and v.kind == TENSOR and all(v is not a for a in args):
+            v.inference = True
         return v
 
     def _factory_dtype(self, q: str, node: cst.Call, args: List[Value]) -> Optional[str]:
@@ -523,9 +525,22 @@ class CallMixin:
                     return frozen
                 return receiver
             if attr in ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type"):
+                if (self.inference and receiver.made is None and receiver.made_node is not None
+                        and conversion_copies(attr, node)):
+                    # a module made in this file (float32, CPU) converted under inference_mode:
+                    # its new parameters are inference tensors (Module.to works in place)
+                    new = Value(MODULE, params=receiver.params, act=receiver.act, inplace=receiver.inplace,
+                                node=receiver.node, made="inference", made_node=node)
+                    key = dotted(node.func.value)  # type: ignore[attr-defined]
+                    if key is not None:
+                        self.bind_key(key, new)
+                    return new
                 return receiver
             if attr == "forward":
                 return self._call_module(receiver, args, node)
+            sub = self.module_attribute(receiver, attr, dotted(node.func))
+            if sub is not None and sub.kind == MODULE:  # model.encoder(x): a submodule's call
+                return self._call_module(sub, args, node)
             self._escape(args)  # a method the model does not follow: its arguments escape
             return UNKNOWN_VALUE
         if kind == INSTANCE:

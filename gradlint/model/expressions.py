@@ -11,8 +11,8 @@ from gradlint.model import torchapi as api
 from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
-    CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, plain_tensor,
-    join_values, union,
+    CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value,
+    element_of, plain_tensor, join_values, union,
 )
 
 
@@ -215,6 +215,9 @@ class ExpressionMixin:
             ):
                 out.made, out.made_node = "conv", node  # torch.randn(..., requires_grad=True) * 0.01
             return out
+        if op == "add" and len(operands) == 2 and all(o.kind in (TUPLE, PARAMS) for o in operands):
+            # list(model.parameters()) + [model.scale]: one list of both
+            return Value(TUPLE, items=tuple(i for o in operands for i in (o.items if o.kind == TUPLE else (o,))))
         arrays = [o for o in operands if o.kind == NDARRAY]
         if arrays:
             return Value(NDARRAY, src=arrays[0].src, cuts=union(o.cuts for o in operands))
@@ -230,6 +233,8 @@ class ExpressionMixin:
         the operation when it matters for what autograd saves. ``taint``: an operand the model
         does not know may be a tensor that requires grad (unknown never turns into "no graph")."""
         out = self._derived_value(base, others, node, view, taint)
+        # made under inference_mode, or a view of an inference tensor: an inference tensor
+        out.inference = base.inference if view else self.inference
         if op is not None and out.rg is True:
             self._record_saves(op, out, base, others, node)
         for o in others:
@@ -250,7 +255,7 @@ class ExpressionMixin:
         before = {k: len(v) for k, v in self.saved.items()}
         self._record_saves_of(op, out, base, others)
         for v in [base] + others:
-            if v.kind == TENSOR and v.made == "inference" and len(self.saved.get(v.id, ())) > before.get(v.id, 0):
+            if v.kind == TENSOR and v.inference and len(self.saved.get(v.id, ())) > before.get(v.id, 0):
                 self._emit("inference_saved", (node, v))
 
     def _record_saves_of(self, op: str, out: Value, base: Value, others: List[Value]) -> None:

@@ -42,11 +42,11 @@ def harvest(fn: cst.FunctionDef, env: Dict[str, Value], table: Dict[str, Value])
         if not key.startswith(me) or "[" in key or "." in key[len(me):]:
             continue
         attr = "self." + key[len(me):]
-        if v.kind in (MODULE, OPTIMIZER, INSTANCE) or (init and v.kind == TENSOR and v.is_param):
+        if v.kind in (MODULE, OPTIMIZER, INSTANCE) or (init and v.kind == TENSOR and (v.is_param or v.made == "conv")):
             old = table.get(attr)
             if old is None:
                 table[attr] = v
-            elif old is not v and (old.kind != v.kind or old.node != v.node):
+            elif old is not v and (old.kind != v.kind or old.node != v.node or v.kind == TENSOR):
                 table[attr] = UNKNOWN_VALUE
         elif v.kind == TENSOR:
             # a tensor set in a method (`def setup(self): self.w = torch.randn(3, requires_grad=True)`)
@@ -63,8 +63,25 @@ def harvest(fn: cst.FunctionDef, env: Dict[str, Value], table: Dict[str, Value])
             table[attr] = UNKNOWN_VALUE  # a tensor in one method, something else in another
 
 
+def receiver_state(caller: Dict[str, Value], env: Dict[str, Value], receiver: Optional[Value],
+                   receiver_key: Optional[str], fn: cst.FunctionDef) -> None:
+    """``trainer.fit()`` walked at its call: what the caller knows of ``trainer.*`` (bound by an
+    earlier ``trainer.setup()``, or assigned by the caller) is what ``self.*`` holds in it."""
+    if receiver is None or receiver_key is None or not fn.params.params:
+        return
+    me = fn.params.params[0].name.value
+    if env.get(me) is not receiver:
+        return  # a staticmethod/classmethod: no self
+    prefix = receiver_key + "."
+    for k, v in caller.items():
+        if k.startswith(prefix):
+            env.setdefault(me + k[len(receiver_key):], v)
+
+
 class ObjectMixin:
     def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
+        if module.made == "inference" and self.grad_enabled is True:
+            self._emit("inference_module", (module.made_node, module))
         walked = self._walk_forward(module, args, node)
         if walked is not None:
             return walked
@@ -80,13 +97,14 @@ class ObjectMixin:
         grad = self.grad_enabled
         cuts = union(a.cuts for a in args)
         if grad is True:
-            if module.made == "inference":
-                self._emit("inference_module", (module.made_node, module))
             for a in args:
-                if a.kind == TENSOR and a.made == "inference":
+                if a.kind == TENSOR and a.inference:
                     self._emit("inference_saved", (node, a))  # the module saves its input
             deps = union(a.deps for a in args if a.kind == TENSOR and a.rg)
             out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
+            if module.params is True and isinstance(module.node, str) and module.node.startswith("torch.nn."):
+                # a torch.nn layer's output is a new tensor: frozen or not, never a leaf with a .grad
+                out.made = "layer"
             self.add_saver(out)  # e.g. Linear saves its input to compute the weight's grad
             if module.node in _SAVES_WEIGHT and any(a.kind == TENSOR and a.rg is True for a in args):
                 # a Linear/Conv layer saves its weight to compute its input's gradient
@@ -99,6 +117,7 @@ class ObjectMixin:
         if grad is False:
             out = plain_tensor(cuts=cuts)
             out.made, out.made_node = "computed", self.grad_lost_site()
+            out.inference = self.inference  # a module's output under inference_mode
             return out
         return Value(TENSOR, rg=None, leaf=None, cuts=cuts)
 

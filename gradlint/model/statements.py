@@ -99,7 +99,9 @@ class StatementMixin:
             self.inplace(node, cur, op)
         if cur.kind == TENSOR:
             if self._inplace_effect(target, [operand]) is None:
-                self.bind_target(target, self._combine([cur, operand], node))
+                out = self._combine([cur, operand], node)
+                out.inference = cur.inference  # in place: an inference tensor only if it was one
+                self.bind_target(target, out)
         else:
             self.bind_target(target, self._combine([cur, operand], node))
 

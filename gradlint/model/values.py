@@ -59,7 +59,7 @@ class Value:
     __slots__ = (
         "kind", "rg", "leaf", "probable", "view_of_leaf", "id", "deps", "cuts", "src", "items",
         "params", "node", "is_param", "alias_of", "alias_kind", "act", "inplace", "fresh", "made",
-        "made_node", "certain", "dtype",
+        "made_node", "certain", "dtype", "inference",
     )
 
     def __init__(
@@ -86,6 +86,7 @@ class Value:
         made_node: Any = None,
         certain: bool = True,
         dtype: Optional[str] = None,
+        inference: bool = False,
     ) -> None:
         self.kind = kind
         self.rg = rg  # tensor: requires grad (True/False/None)
@@ -116,6 +117,9 @@ class Value:
         # tensor: its floating dtype when certain ('float32', 'float64', 'float16', 'bfloat16'),
         # where a conversion's effect depends on it (`.float()` of float32 returns the tensor)
         self.dtype = dtype
+        # tensor: certainly an inference tensor (made under torch.inference_mode(), or a view
+        # of one): autograd cannot save it for backward
+        self.inference = inference
 
     # convenience predicates --------------------------------------------------------------
     @property
@@ -226,7 +230,7 @@ def join_values(values: "List[Value]") -> Value:
         leaf = first.leaf if all(v.leaf == first.leaf for v in values) else None
         return Value(TENSOR, rg=rg, leaf=leaf, probable=any(v.probable for v in values),
                      deps=union(v.deps for v in values) if rg else frozenset(),
-                     cuts=union(v.cuts for v in values))
+                     cuts=union(v.cuts for v in values), inference=all(v.inference for v in values))
     if all(v.kind == TUPLE and len(v.items) == len(first.items) for v in values):
         return Value(TUPLE, items=tuple(join_values([v.items[i] for v in values]) for i in range(len(first.items))))
     if all(v.kind == first.kind for v in values) and first.kind in (MODULE, INSTANCE, OPTIMIZER, SCALAR, CONST):

@@ -16,7 +16,7 @@ from gradlint.model import torchapi as api
 from gradlint.model.names import called_names, child_fields as _fields, dotted, is_node as _is_node, node_children
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
-from gradlint.model.objects import ClassInfo, harvest as _harvest
+from gradlint.model.objects import ClassInfo, harvest as _harvest, receiver_state
 from gradlint.model.state import Model, element_of
 from gradlint.model.syntax import const_bool
 from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, join_values
@@ -143,6 +143,7 @@ class Walker:
         env = model.call_env(fn, call, args, receiver, keys)
         if env is None:
             return None
+        receiver_state(model.env, env, receiver, receiver_key, fn)
         model.inline_budget -= 1
         mode, assumed = self._function_grad_mode(fn)
         off_site = model.grad_off_site
@@ -850,7 +851,7 @@ def _falls_off(fn: cst.FunctionDef) -> bool:
 
 
 def _shape(v: Any) -> Any:
-    return (v.kind, v.rg, v.leaf, v.alias_kind, v.made, v.src is None, v.view_of_leaf)
+    return (v.kind, v.rg, v.leaf, v.alias_kind, v.made, v.src is None, v.view_of_leaf, v.inference)
 
 
 def _carried_change(before: Dict[str, Value], after: Dict[str, Value], outer: Any) -> bool:
