@@ -29,6 +29,12 @@ class OptimizerStaleParams(Rule):
     model.fc = nn.Linear(512, 10)      # fine-tuning head swapped too late
     ```
 
+    Where it is reported: at the replacement, with the optimizer's construction as a related
+    location. Either line can be the one to change (move the replacement before the optimizer, or
+    build the optimizer after it); the replacement is the later statement and usually the one
+    added without the optimizer in mind (fine-tuning code that swaps a head after the training
+    setup), and it is where `add_param_group(...)` goes if the optimizer must stay.
+
     ## Use instead
     Replace layers first, then build the optimizer (or `optimizer.add_param_group(...)` for the
     new parameters).
@@ -65,7 +71,7 @@ class OptimizerStaleParams(Rule):
                 obj = obj or _module_of(model, key)
             if key is not None:
                 self._owners[key] = function
-            self._builds.append((key, function, model.tick, root, obj))
+            self._builds.append((key, function, model.tick, root, obj, node))
             return
         if model.in_module_forward():
             return  # a layer made in forward() (walked at a call): GL603's finding
@@ -84,7 +90,7 @@ class OptimizerStaleParams(Rule):
                 continue
             obj = _module_of(model, owner)
             if self._owners.get(owner, False) is not function and not any(
-                    r is root and m is obj for _, _, _, r, m in self._builds if m is not None):
+                    r is root and m is obj for _, _, _, r, m, _ in self._builds if m is not None):
                 continue
             new_params = (value.kind == "module" and value.params is not False) or (
                 value.kind == "tensor" and value.is_param
@@ -95,10 +101,13 @@ class OptimizerStaleParams(Rule):
 
     def on_finish(self) -> None:
         for node, context, args, owner, function, tick, root, obj in self._pending:
-            if any(t > tick and ((o == owner and f is function) or (obj is not None and r is root and m is obj))
-                   for o, f, t, r, m in self._builds):
+            mine = [(t, b) for o, f, t, r, m, b in self._builds
+                    if (o == owner and f is function) or (obj is not None and r is root and m is obj)]
+            if any(t > tick for t, _ in mine):
                 continue  # the optimizer is built again after the replacement
-            self.report(node, context=context, **args)
+            built = [b for t, b in mine if t <= tick]
+            related = [(built[-1], "the optimizer built before: it holds the old parameters")] if built else []
+            self.report(node, context=context, related=related, **args)
 
 
 def _prefixes(key: str) -> List[str]:
