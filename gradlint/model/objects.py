@@ -46,6 +46,29 @@ def harvest(fn: cst.FunctionDef, env: Dict[str, Value], table: Dict[str, Value])
                 table[attr] = UNKNOWN_VALUE
 
 
+def binds_own_attributes(fn: cst.FunctionDef, cache: Dict[int, bool]) -> bool:
+    """Does method ``fn`` bind attributes of its first parameter to what a call returns
+    (``self.head = nn.Linear(...)``)? A call of it changes the object (``self.build()``), so
+    it is worth walking where it is called.
+    (``cache``: the answers for this file's functions, by id.)"""
+    got = cache.get(id(fn))
+    if got is None:
+        me = fn.params.params[0].name.value if fn.params.params else None
+        got = False
+        stack: List[Any] = [fn.body] if me is not None else []
+        while stack and not got:
+            n = stack.pop()
+            if isinstance(n, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                got = isinstance(n.value, cst.Call) and any(
+                    isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == me
+                    for t in targets)
+            elif not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseExpression)):
+                stack.extend(n.children)
+        cache[id(fn)] = got
+    return got
+
+
 class ObjectMixin:
     def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
         walked = self._walk_forward(module, args, node)
