@@ -70,7 +70,9 @@ class UnregisteredSubmodule(Rule):
 
     def _defer(self, node: cst.CSTNode, **args: Any) -> None:
         cls = self.model.class_stack[-1]
-        self._pending.setdefault(id(cls), []).append((node, self.model.here(), args))
+        pending = self._pending.setdefault(id(cls), [])
+        if all(n is not node for n, _, _ in pending):  # (a method walked again at a call of it)
+            pending.append((node, self.model.here(), args))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         pending = self._pending.pop(id(node), [])
@@ -85,28 +87,39 @@ class UnregisteredSubmodule(Rule):
                 continue  # `self.layers = nn.Sequential(*self.layers)` later in __init__
             self.report(n, context=context, **args)
 
-    def _in_module_init(self) -> bool:
+    def _in_module_method(self) -> Optional[str]:
+        """The name of the method of an nn.Module subclass being walked (``__init__``, or a
+        ``build()``/``setup()`` that sets submodules), None elsewhere; ``forward`` is GL603's."""
         model = self.model
-        return (
-            bool(model.function_stack)
-            and model.function_stack[-1].name.value == "__init__"
-            and bool(model.class_attrs)
-            and model.class_attrs[-1].get("__module__") is not None
-        )
+        if not (model.function_stack and model.class_stack and model.class_attrs
+                and model.class_attrs[-1].get("__module__") is not None):
+            return None
+        fn = model.function_stack[-1]
+        if model.method_class.get(id(fn)) is not model.class_stack[-1] or fn.name.value == "forward":
+            return None
+        return fn.name.value
+
+    def _holder_is_module(self, key: str) -> bool:
+        """``self.x`` (held by the module itself), or ``self.encoder.x`` where ``self.encoder`` is
+        a module: setting an attribute on a module registers modules and parameters only."""
+        holder = key.rsplit(".", 1)[0]
+        return holder == "self" or self.model.lookup(holder).kind == "module"
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) != 1 or not self._in_module_init():
+        method = self._in_module_method()
+        if len(node.targets) != 1 or method is None:
             return
         key = dotted(node.targets[0].target)
-        if key is None or not key.startswith("self.") or key.count(".") != 1:
+        if key is None or not key.startswith("self.") or not self._holder_is_module(key):
             return
         if isinstance(node.value, cst.Call):
             q = self.model.qualname(node.value.func) or ""
             if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper():
                 self._registered.setdefault(id(self.model.class_stack[-1]), set()).add(key)
                 return
-        what = self._what(self.model.value_of(node.value), node.value)
-        if what:
+        v = self.model.value_of(node.value)
+        what = self._what(v, node.value)
+        if what and (method == "__init__" or v.kind != "tensor"):  # (a hidden state set in init_hidden())
             self._defer(node, key=key, what=what)
 
     def _what(self, v: Any, expr: cst.BaseExpression) -> Optional[str]:
@@ -124,7 +137,7 @@ class UnregisteredSubmodule(Rule):
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert")):
             return
-        if not node.args or not self._in_module_init():
+        if not node.args or self._in_module_method() is None:
             return
         key = dotted(func.value)
         if key is None or not key.startswith("self."):

@@ -58,6 +58,26 @@ class ModuleCreatedInForward(Rule):
         elif v.kind == "module" and v.params is True and self._constructs(node, q):
             self.report(node, what=(q or "module").replace("torch.nn.", "nn.") + "(...)")
 
+    def on_param_made(self, node: cst.Call, what: str) -> None:
+        """A parameter or a module with parameters made in a function that forward() calls
+        (a helper of the file, a method such as `self.build()`): made on every call too."""
+        model = self.model
+        stack = model.function_stack
+        i = len(stack) - 1
+        while i >= 0 and stack[i] in model.inline_stack:
+            i -= 1  # frames of callees walked at their call
+        if i < 0 or (i == len(stack) - 1 and not model._inlining):
+            return  # not in a callee (forward's own calls are seen by visit_Call)
+        fwd = stack[i]
+        cls = model.method_class.get(id(fwd))
+        if fwd.name.value != "forward" or cls is None:
+            return
+        if model.class_tables.get(cls.name.value, {}).get("__module__") is None:
+            return
+        if not model.conditions:  # (`if not self.built: self.build()`: may run once only)
+            where = f"`{stack[-1].name.value}()`" if i < len(stack) - 1 else "a helper"
+            self.report(node, what=what, note=f" (in {where}, which forward() calls)")
+
     def _constructs(self, node: cst.Call, q: Optional[str]) -> bool:
         """A constructor call (`nn.Linear(...)`, a module class of this file), not a method that
         returns an existing module (`self.bn.float()`, `self.m.to(x.dtype)`)."""

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from typing import Any, List
 
+import libcst as cst
+
+from gradlint.model.names import node_children
 from gradlint.rule import Rule, Severity
 
 
@@ -11,7 +14,9 @@ class FunctionMutatesInput(Rule):
     Finds, in `forward(ctx, ...)` of a custom `torch.autograd.Function`, an in-place change of
     an input without `ctx.mark_dirty(input)`.
     It looks at in-place tensor methods (`x.mul_(2)`, `x.copy_(y)`); arguments annotated with a
-    type other than `Tensor` are ignored.
+    type other than `Tensor` are ignored, and so are inputs for which `backward()` returns None
+    on every path (a running-statistics buffer the Function updates, as batch norm does: it is
+    not differentiated, and torch's own SyncBatchNorm Function does the same).
 
     ## Why is this bad
     Silently wrong. Grad mode is off inside `forward`, so torch's leaf check does not apply: the
@@ -60,5 +65,37 @@ class FunctionMutatesInput(Rule):
 
     def on_finish(self) -> None:
         for node, context, value, op in self._pending:
-            if value.id not in self.model.dirty:
+            if value.id not in self.model.dirty and not self._no_gradient_input(value):
                 self.report(node, context=context, op=op)
+
+    def _no_gradient_input(self, value: Any) -> bool:
+        """Is ``value`` an input for which the Function's backward() returns None on every
+        path? Such an input is a state the Function updates (batch norm's running statistics,
+        an output buffer), not something differentiated: mark_dirty() does not concern it."""
+        model = self.model
+        where = model.fn_inputs.get(value.id)
+        cls = model.method_class.get(id(where[0])) if where is not None else None
+        info = model.classes.get(cls.name.value) if cls is not None else None
+        backward = info.methods.get("backward") if info is not None else None
+        if backward is None:
+            return False
+        returns = _returns(backward.body)
+        return bool(returns) and all(_none_at(r.value, where[1]) for r in returns)
+
+
+def _returns(node: Any) -> List[cst.Return]:
+    out: List[cst.Return] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Return):
+            out.append(n)
+        elif not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node_children(n))
+    return out
+
+
+def _none_at(value: Any, i: int) -> bool:
+    return (isinstance(value, cst.Tuple) and i < len(value.elements)
+            and not any(isinstance(e, cst.StarredElement) for e in value.elements[:i + 1])
+            and isinstance(value.elements[i].value, cst.Name) and value.elements[i].value.value == "None")

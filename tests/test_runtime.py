@@ -120,6 +120,9 @@ OUT_OF_REACH = {
     "GL203_detach_then_requires_grad::bad_variable_rewraps_the_features":
         "Variable(t, requires_grad=True) detaches and re-leafs inside torch's Variable constructor, not "
         "through the detach()/requires_grad_() calls the monitor follows",
+    "GL602_unregistered_submodule::bad_heads_stored_on_encoder_attribute":
+        "the plain list is stored on a submodule (`self.encoder.task_heads = [...]`) by the parent's "
+        "__init__: the runtime watches `self.NAME = ...` run by a method of the module that holds it",
 }
 
 

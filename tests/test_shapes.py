@@ -15,9 +15,6 @@ import pytest
 
 from gradlint.testing import SHAPES
 
-# issue 10: the fixtures are being tagged (removed when every fixture has its tags)
-pytestmark = pytest.mark.xfail(reason="fixtures not tagged yet", strict=False)
-
 FIXTURES = sorted((Path(__file__).resolve().parent.parent / "fixtures").glob("GL*.py"))
 
 

@@ -312,6 +312,7 @@ class CallMixin:
             pos = positional(node)
             flag_node = rg.value if rg is not None else (pos[1] if len(pos) > 1 else None)
             flag = True if flag_node is None else const_bool(flag_node)
+            self._emit("param_made", (node, "nn.Parameter(...)"))
             data = args[0] if args else UNKNOWN_VALUE
             cuts = data.cuts
             if flag is True and data.kind == TENSOR and data.rg is True and data.leaf is False:
@@ -351,6 +352,7 @@ class CallMixin:
             return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace,
                          node=q.rsplit(".", 1)[-1])
         if q in api.PARAM_MODULES:
+            self._emit("param_made", (node, q.replace("torch.nn.", "nn.") + "(...)"))
             return Value(MODULE, params=True, made="inference" if self.inference else None, made_node=node, node=q)
         if q in api.CONTAINER_MODULES:
             has = [a.params for a in args if a.kind == MODULE]

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.names import node_children
 from gradlint.model.values import (
     CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
     plain_tensor, union,
@@ -76,6 +77,29 @@ def receiver_state(caller: Dict[str, Value], env: Dict[str, Value], receiver: Op
     for k, v in caller.items():
         if k.startswith(prefix):
             env.setdefault(me + k[len(receiver_key):], v)
+
+
+def binds_own_attributes(fn: cst.FunctionDef, cache: Dict[int, bool]) -> bool:
+    """Does method ``fn`` bind attributes of its first parameter to what a call returns
+    (``self.head = nn.Linear(...)``)? A call of it changes the object (``self.build()``), so
+    it is worth walking where it is called.
+    (``cache``: the answers for this file's functions, by id.)"""
+    got = cache.get(id(fn))
+    if got is None:
+        me = fn.params.params[0].name.value if fn.params.params else None
+        got = False
+        stack: List[Any] = [fn.body] if me is not None else []
+        while stack and not got:
+            n = stack.pop()
+            if isinstance(n, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                got = isinstance(n.value, cst.Call) and any(
+                    isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == me
+                    for t in targets)
+            elif not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseExpression)):
+                stack.extend(node_children(n))
+        cache[id(fn)] = got
+    return got
 
 
 class ObjectMixin:

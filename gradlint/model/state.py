@@ -97,6 +97,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, L
         self.freed_stack: List[Any] = []
         # ids of tensors a custom Function's forward marked dirty (ctx.mark_dirty)
         self.dirty: set = set()
+        # id of an input of a custom Function's forward -> (that forward, the input's position)
+        self.fn_inputs: Dict[int, Tuple[Any, int]] = {}
         self._memo: Dict[int, Value] = {}
         # calls of this file's functions being walked with their arguments (see calls.py), the
         # walker's entry for doing so, and how many such walks this file may still make

@@ -16,7 +16,7 @@ from gradlint.model import torchapi as api
 from gradlint.model.names import called_names, child_fields as _fields, dotted, is_node as _is_node, node_children
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
-from gradlint.model.objects import ClassInfo, harvest as _harvest, receiver_state
+from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
 from gradlint.model.state import Model, element_of
 from gradlint.model.syntax import const_bool
 from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, join_values
@@ -58,6 +58,7 @@ class Walker:
                     self.events.setdefault(attr[3:], []).append(getattr(r, attr))
         self.errors: List[RuleError] = []
         self._eventful_cache: Optional[set] = None
+        self._binds_cache: Dict[int, bool] = {}
         self._special = {
             cst.Module: self._module,
             cst.SimpleStatementLine: self._simple_line,
@@ -323,10 +324,12 @@ class Walker:
         role = self._autograd_function_role(node)
         if role is not None:
             # forward(ctx, *inputs) / backward(ctx, *grad_outputs) of a custom autograd.Function
-            for p in list(node.params.params)[1:]:
+            for i, p in enumerate(list(node.params.params)[1:]):
                 ann = dotted(p.annotation.annotation) if p.annotation is not None else None
                 if ann is None or ann.rsplit(".", 1)[-1] == "Tensor":
-                    model.bind_key(p.name.value, Value("tensor", rg=None, leaf=None, made=role))
+                    v = Value("tensor", rg=None, leaf=None, made=role)
+                    model.fn_inputs[v.id] = (node, i)
+                    model.bind_key(p.name.value, v)
         model.scope_kind = "function"
         model.loop_depth = 0
         cls = model.method_class.get(id(node))
@@ -368,6 +371,9 @@ class Walker:
             return True
         if receiver is not None and receiver.kind == INSTANCE:
             return True  # `trainer.setup()`: the attributes it binds are the object's from then on
+        if receiver is not None and receiver.kind in (MODULE, INSTANCE) \
+                and binds_own_attributes(fn, self._binds_cache):
+            return True  # `self.build()`: its effects on the object
         return fn.name.value in self._eventful_names()
 
     def _eventful_names(self) -> set:
