@@ -10,11 +10,39 @@ from gradlint.rule import Rule, Severity
 _DROPOUT_BN = ("Dropout", "BatchNorm", "InstanceNorm")
 
 
-def _trainable(v: Any) -> bool:
-    """A module with parameters (or that behaves differently in train/eval mode)."""
+def _trainable(v: Any, model: Any = None, seen: Optional[Set[str]] = None) -> bool:
+    """A module with parameters (or that behaves differently in train/eval mode). A module of a
+    class of this file counts when its class shows one: a torch.nn layer with parameters, an
+    ``nn.Parameter``, or such a module of another class of the file (a wrapper of a library
+    object without parameters, a resampler say, is not flagged)."""
     if v.kind != "module":
         return False
-    return v.params is not False or (isinstance(v.node, str) and v.node.startswith(_DROPOUT_BN))
+    if isinstance(v.node, str) and v.node.startswith(_DROPOUT_BN):
+        return True
+    if v.params is False:
+        return False
+    if model is not None and isinstance(v.node, str) and v.node in model.classes and v.params is None:
+        seen = seen if seen is not None else set()
+        if v.node in seen:
+            return False
+        seen.add(v.node)
+        info = model.classes[v.node]
+        if any(b not in model.classes and b not in ("Module",) for b in info.bases):
+            return True  # a subclass of a torch.nn layer or of a class from elsewhere: may have some
+        for a in model.class_tables.get(v.node, {}).values():
+            if (a.kind == "tensor" and a.is_param) or (a.kind == "module" and _trainable(a, model, seen)):
+                return True
+            if a.kind == "module" and isinstance(a.node, str) and a.node.startswith("torch.nn.") and a.params is not False:
+                return True
+        return any(_trainable(model.env.get(b) or _class_module(b), model, seen) for b in info.bases
+                   if b in model.classes)
+    return True
+
+
+def _class_module(name: str) -> Any:
+    from gradlint.model.values import MODULE, Value
+
+    return Value(MODULE, params=None, node=name)
 
 
 class UnregisteredSubmodule(Rule):
@@ -124,9 +152,9 @@ class UnregisteredSubmodule(Rule):
 
     def _what(self, v: Any, expr: cst.BaseExpression) -> Optional[str]:
         if isinstance(expr, (cst.List, cst.Tuple)) and all(
-                _is_self_attr(el.value) for el, i in zip(expr.elements, v.items) if _trainable(i)):
+                _is_self_attr(el.value) for el, i in zip(expr.elements, v.items) if _trainable(i, self.model)):
             return None  # [self.b1, self.b2]: aliases of submodules registered as attributes
-        if v.kind == "tuple" and any(_trainable(i) for i in v.items):
+        if v.kind == "tuple" and any(_trainable(i, self.model) for i in v.items):
             kind = {cst.Dict: "dict", cst.DictComp: "dict", cst.Tuple: "tuple"}.get(type(expr), "list")
             return f"is a plain {kind} of modules"
         if v.kind == "tensor" and v.leaf_requiring_grad and not v.is_param:
@@ -146,7 +174,7 @@ class UnregisteredSubmodule(Rule):
         if holder.kind != "tuple":
             return  # only a plain list assigned in this __init__ (an nn.ModuleList is a module)
         arg = self.model.value_of(node.args[-1].value)
-        if _trainable(arg) or (arg.kind == "tuple" and any(_trainable(i) for i in arg.items)):
+        if _trainable(arg, self.model) or (arg.kind == "tuple" and any(_trainable(i, self.model) for i in arg.items)):
             self._defer(node, key=key, what="is a plain list that modules are appended to")
 
 

@@ -161,6 +161,9 @@ ELSEWHERE = {
     "GL305_backward_without_graph::bad_attack_helper_called_from_no_grad_evaluation":
         "inside the helper, where the loss computed under the caller's no_grad is made; static mode "
         "reports the call made under no_grad (the line to change)",
+    "GL502_backward_through_freed_graph::bad_forward_carries_hidden_state_across_steps":
+        "at the backward() of the next step, the one that goes through the freed graph (and the backward "
+        "that freed it is named); static mode reports the call that carries `model.hidden` in",
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -114,3 +114,45 @@ def _reads_only_cut(stmt: Any, key: str) -> bool:
             continue
         stack.extend(node_children(n))
     return reads > 0 and reads == cut
+
+
+_CARRIED: Dict[int, Tuple[str, ...]] = {}
+
+
+def carried_attributes(fn: Any) -> Tuple[str, ...]:
+    """The attributes a method rebinds from their own value, not through a cut
+    (``self.hidden = self.cell(x, self.hidden)``, ``out, self.h = self.rnn(x, self.h)``): state
+    that each call carries into the next. Computed once per function."""
+    got = _CARRIED.get(id(fn))
+    if got is not None:
+        return got
+    out: List[str] = []
+    me = fn.params.params[0].name.value if fn.params.params else None
+    stack = node_children(fn.body) if me is not None else []
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Assign):
+            targets: List[Any] = []
+            for t in n.targets:
+                tt = t.target
+                targets.extend(e.value for e in tt.elements) if isinstance(tt, (cst.Tuple, cst.List)) else targets.append(tt)
+            for t in targets:
+                key = dotted(t) if isinstance(t, cst.Attribute) else None
+                if key is not None and key.count(".") == 1 and key.startswith(me + ".") \
+                        and _reads(n.value, key) and not _reads_only_cut(n.value, key):
+                    out.append(key[len(me) + 1:])
+        stack.extend(node_children(n))
+    got = _CARRIED[id(fn)] = tuple(dict.fromkeys(out))
+    return got
+
+
+def _reads(node: Any, key: str) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == key:
+            return True
+        stack.extend(node_children(n))
+    return False

@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import node_children
+from gradlint.model.loops import carried_attributes
+from gradlint.model.names import dotted, node_children
 from gradlint.model.values import (
     CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
     plain_tensor, union,
@@ -217,6 +218,13 @@ class ObjectMixin:
         fn = self.resolve_method(module, "forward")
         if fn is None:
             return None
+        carried = carried_attributes(fn)
+        owner = dotted(node.func)
+        if carried and owner is not None:
+            # `self.hidden = self.cell(x, self.hidden)`: each call carries state into the next,
+            # on this object: walked at each call (no memo), its state read and bound on `owner`
+            self._carried_first_use(owner, carried)
+            return self._call_function(fn, node, args, module, owner)
         # the same forward with inputs of the same shape was walked already (another call site
         # of the module, another instance): its result, with this call's graph
         key = (id(fn), self.grad_enabled, tuple(_shape(a) for a in args))
@@ -247,6 +255,20 @@ class ObjectMixin:
                           else self._module_output(args, node) for i in out.items)
             return Value(TUPLE, items=items)
         return None
+
+    def _carried_first_use(self, owner: str, attrs: Any) -> None:
+        """In a loop, ``model(x)`` reads ``model.hidden`` before its forward rebinds it: the
+        statement is that state's first use in the body (unless the body set it before)."""
+        loop = self.own_loop()
+        if loop is None:
+            return
+        for a in attrs:
+            key = owner + "." + a
+            cur = self.env.get(key)
+            if key in loop.first_use or (cur is not None and cur.id >= loop.start_id):
+                continue  # already read, or reset in this iteration (`model.hidden = model.init_hidden()`)
+            loop.outer.add(key)
+            loop.first_use[key] = self.current_statement
 
     def _like(self, seen: Value, args: List[Value]) -> Optional[Value]:
         """A fresh value shaped like a memoised forward result, depending on this call's inputs."""
