@@ -24,6 +24,7 @@ from gradlint.model.calls import INLINE_BUDGET, CallMixin
 from gradlint.model.env import FREED, Env, EnvMixin  # noqa: F401 (re-exported)
 from gradlint.model.events import Event, EventMixin  # noqa: F401
 from gradlint.model.expressions import ExpressionMixin
+from gradlint.model.factories import FactoryMixin
 from gradlint.model.loops import Loop, LoopMixin  # noqa: F401
 from gradlint.model.names import ImportMap, canonical
 from gradlint.model.objects import ObjectMixin
@@ -31,7 +32,7 @@ from gradlint.model.statements import StatementMixin
 from gradlint.model.values import UNKNOWN_VALUE, Value, element_of  # noqa: F401
 
 
-class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, ObjectMixin, LoopMixin,
+class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, ObjectMixin, LoopMixin,
             EventMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
