@@ -5,7 +5,7 @@ from typing import Any, List, Optional
 import libcst as cst
 
 from gradlint.fix import replace
-from gradlint.model.names import dotted, node_children
+from gradlint.model.names import dotted, node_children, reads_key
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])
@@ -165,19 +165,9 @@ def _added_to(value: Any, key: str) -> Any:
     for kept, other in ((value.left, value.right), (value.right, value.left)):
         if isinstance(kept, cst.BinaryOperation) and isinstance(kept.operator, cst.Multiply):
             kept = kept.right if dotted(kept.right) == key else kept.left
-        if dotted(kept) == key and not _reads(other, key):
+        if dotted(kept) == key and not reads_key(other, key):
             return other
     return None
-
-
-def _reads(node: Any, key: str) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == key:
-            return True
-        stack.extend(node_children(n))
-    return False
 
 
 def _propagated_after(model: Any, values: List[Any], loop: Any, root: Any, seq: int, read: Any) -> bool:

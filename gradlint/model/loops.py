@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from gradlint.model.names import dotted, node_children
+from gradlint.model.names import dotted, node_children, reads_key
 from gradlint.model.values import TENSOR, next_id
 
 
@@ -141,18 +141,8 @@ def carried_attributes(fn: Any) -> Tuple[str, ...]:
             for t in targets:
                 key = dotted(t) if isinstance(t, cst.Attribute) else None
                 if key is not None and key.count(".") == 1 and key.startswith(me + ".") \
-                        and _reads(n.value, key) and not _reads_only_cut(n.value, key):
+                        and reads_key(n.value, key) and not _reads_only_cut(n.value, key):
                     out.append(key[len(me) + 1:])
         stack.extend(node_children(n))
     got = _CARRIED[id(fn)] = tuple(dict.fromkeys(out))
     return got
-
-
-def _reads(node: Any, key: str) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == key:
-            return True
-        stack.extend(node_children(n))
-    return False

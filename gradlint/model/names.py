@@ -253,6 +253,17 @@ def rebound_names(node: cst.CSTNode) -> Set[str]:
     return names
 
 
+def reads_key(node: cst.CSTNode, key: str) -> bool:
+    """Does ``node`` read the name or attribute chain ``key`` anywhere inside?"""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == key:
+            return True
+        stack.extend(node_children(n))
+    return False
+
+
 def reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
     """Does ``expr`` contain ``<key>.grad`` (a manual update: ``w - lr * w.grad``)?"""
     stack = [expr]
