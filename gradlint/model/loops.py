@@ -116,14 +116,12 @@ def _reads_only_cut(stmt: Any, key: str) -> bool:
     return reads > 0 and reads == cut
 
 
-_CARRIED: Dict[int, Tuple[str, ...]] = {}
-
-
-def carried_attributes(fn: Any) -> Tuple[str, ...]:
+def carried_attributes(fn: Any, cache: Dict[int, Tuple[str, ...]]) -> Tuple[str, ...]:
     """The attributes a method rebinds from their own value, not through a cut
     (``self.hidden = self.cell(x, self.hidden)``, ``out, self.h = self.rnn(x, self.h)``): state
-    that each call carries into the next. Computed once per function."""
-    got = _CARRIED.get(id(fn))
+    that each call carries into the next. Computed once per function (``cache``: per file, keyed
+    by the node's id, which is stable while the file's tree lives)."""
+    got = cache.get(id(fn))
     if got is not None:
         return got
     out: List[str] = []
@@ -144,5 +142,5 @@ def carried_attributes(fn: Any) -> Tuple[str, ...]:
                         and reads_key(n.value, key) and not _reads_only_cut(n.value, key):
                     out.append(key[len(me) + 1:])
         stack.extend(node_children(n))
-    got = _CARRIED[id(fn)] = tuple(dict.fromkeys(out))
+    got = cache[id(fn)] = tuple(dict.fromkeys(out))
     return got

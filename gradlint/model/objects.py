@@ -218,7 +218,7 @@ class ObjectMixin:
         fn = self.resolve_method(module, "forward")
         if fn is None:
             return None
-        carried = carried_attributes(fn)
+        carried = carried_attributes(fn, self.carried_cache)
         owner = dotted(node.func)
         if carried and owner is not None:
             # `self.hidden = self.cell(x, self.hidden)`: each call carries state into the next,

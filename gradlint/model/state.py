@@ -148,6 +148,7 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.releafed: set = set()
         # (forward of a class of the file, grad mode, input shapes) -> what its walk returned
         self.forward_memo: Dict[Any, Value] = {}
+        self.carried_cache: Dict[int, Any] = {}  # forward -> the attributes it carries (loops.carried_attributes)
         # the same key -> (id, what) of each tensor made before that walk that it saved for backward
         self.forward_saves: Dict[Any, List[Tuple[int, str]]] = {}
         # id of a tensor (not a parameter) -> events logged when its name was bound to something else
