@@ -92,7 +92,7 @@ def _snapshot(dest: Path, env) -> Path:
     committed. (``pre-commit try-repo`` on the checkout itself would see its committed state
     plus modified tracked files only, not new untracked ones such as a new module.)"""
     dest.mkdir()
-    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+    for name in ("pyproject.toml", "setup.py", "README.md", ".pre-commit-hooks.yaml"):
         shutil.copy2(ROOT / name, dest / name)
     for name in ("gradlint", "rules"):
         shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+sys.path.append(REPO)  # for bench; appended, so an installed gradlint is never shadowed by the checkout
 
 from bench.realbugs import load, tools  # noqa: E402
 
