@@ -34,7 +34,7 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 DEFAULT_DIR = ".gradlint_cache"
-LAYOUT = "v1"
+LAYOUT = "v2"
 _TAG_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 _TAG = (_TAG_SIGNATURE + "\n# This file is a cache directory tag created by gradlint.\n"
         "# For information about cache directory tags see https://bford.info/cachedir/\n")
@@ -113,12 +113,15 @@ def _options_fingerprint(options: Any) -> bytes:
     fp = _OPTIONS_FP.get(options)
     if fp is None:
         text = json.dumps([sorted(options.codes), [list(p) for p in options.severity],
-                           bool(options.prefilter)], separators=(",", ":"))
+                           bool(options.prefilter), bool(getattr(options, "follow_imports", False))],
+                          separators=(",", ":"))
         fp = _OPTIONS_FP[options] = text.encode()
     return fp
 
 
-def key(data: bytes, options: Any) -> str:
+def key(data: bytes, options: Any, place: str = "") -> str:
+    """``place``: the folder of the file (its imports resolve from there: the same text in
+    another folder may import other modules)."""
     from gradlint.rule import docs_url
 
     h = hashlib.sha256(code_fingerprint().encode())
@@ -128,6 +131,7 @@ def key(data: bytes, options: Any) -> str:
     h.update(_options_fingerprint(options))
     h.update(b"\0")
     h.update(hashlib.sha256(data).digest())
+    h.update(b"\0" + place.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 
@@ -136,13 +140,15 @@ def _entry_path(cache_dir: str, k: str) -> str:
 
 
 # ----------------------------------------------------------------------------- entries
-def _encode(findings: List[Any]) -> Optional[str]:
+def _encode(findings: List[Any], display: str = "", deps: Optional[Dict[str, str]] = None) -> Optional[str]:
     rows = []
     for f in findings:
         if f.code == "GL001":
             return None
         d = f.to_dict()
         del d["path"]
+        if display and f.path != display:  # in a module the file imports: where it is
+            d["file"] = os.path.abspath(f.path)
         d["source_line"] = f.source_line
         d["statement_line"] = f.statement_line
         if f.raw_line:
@@ -151,21 +157,32 @@ def _encode(findings: List[Any]) -> Optional[str]:
             d["fix"] = {"edits": [[e.start, e.end, e.text] for e in f.fix.edits],
                         "safe": f.fix.safe, "description": f.fix.description}
         rows.append(d)
-    return json.dumps({"findings": rows}, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps({"findings": rows, "deps": deps or {}}, separators=(",", ":"), ensure_ascii=False)
 
 
-def _decode(text: str, display: str) -> List[Any]:
+def _decode(text: str, display: str, current: Any = None) -> Optional[List[Any]]:
+    """The entry's findings; None when a module the file's findings depended on has changed
+    (``current(path)``: the digest of that module's text now)."""
+    from gradlint.positions import display_path
     from gradlint.rule import Edit, Finding, Fix, Severity
 
+    entry = json.loads(text)
+    deps = entry.get("deps") or {}
+    if deps:
+        if current is None:
+            return None
+        for path, digest in deps.items():
+            if current(path) != digest:
+                return None
     out = []
-    for d in json.loads(text)["findings"]:
+    for d in entry["findings"]:
         fix = None
         fd = d.get("fix")
         if fd is not None:
             fix = Fix(edits=tuple(Edit(int(s), int(e), str(t)) for s, e, t in fd["edits"]),
                       safe=bool(fd["safe"]), description=str(fd["description"]))
         out.append(Finding(
-            path=display, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
+            path=display_path(d["file"]) if "file" in d else display, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
             end_column=int(d["end_column"]), code=str(d["code"]), name=str(d["name"]),
             severity=Severity(d["severity"]), message=str(d["message"]), hint=str(d["hint"]),
             fixable=bool(d["fixable"]), url=str(d["url"]), source_line=str(d["source_line"]),
@@ -176,20 +193,23 @@ def _decode(text: str, display: str) -> List[Any]:
     return out
 
 
-def load(cache_dir: str, k: str, display: str) -> Optional[List[Any]]:
+def load(cache_dir: str, k: str, display: str, current: Any = None) -> Optional[List[Any]]:
     """The cached findings for key ``k`` (with ``display`` as their path), or None for a miss
-    (no entry, or one that cannot be read or decoded)."""
+    (no entry, one that cannot be read or decoded, or one whose dependencies changed: see
+    ``_decode``)."""
     try:
         with open(_entry_path(cache_dir, k), "r", encoding="utf-8") as fh:
             text = fh.read()
-        return _decode(text, display)
+        return _decode(text, display, current)
     except Exception:
         return None
 
 
-def store(cache_dir: str, k: str, findings: List[Any]) -> None:
-    """Write the entry atomically; give up silently when it cannot be written."""
-    text = _encode(findings)
+def store(cache_dir: str, k: str, findings: List[Any], display: str = "",
+          deps: Optional[Dict[str, str]] = None) -> None:
+    """Write the entry atomically; give up silently when it cannot be written. ``deps``: the
+    digest of each module of the project the file's findings depended on (gradlint.index)."""
+    text = _encode(findings, display, deps)
     if text is None:
         return
     for _ in range(2):

@@ -279,7 +279,12 @@ def _run(paths, settings, selected, jobs, stdin_filename, cache_dir=None):
         data = sys.stdin.buffer.read()
         codes = settings.codes_for(name, selected) if stdin_filename else selected
         options = Options(codes=codes, severity=severity)
-        return lint_data(name, data, options), 1, [Task(name, None, options)], data  # type: ignore[arg-type]
+        project = None
+        if stdin_filename:  # its imports resolve from the folder the name places it in
+            from gradlint.index import view_for
+
+            project = view_for(stdin_filename)
+        return lint_data(name, data, options, project), 1, [Task(name, None, options)], data  # type: ignore[arg-type]
     unreadable: List[Tuple[str, str]] = []
     files = discover(paths, settings, unreadable)
     tasks = [Task(f, f, Options(codes=settings.codes_for(f, selected), severity=severity), cache_dir)

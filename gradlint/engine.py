@@ -48,6 +48,8 @@ class Options:
     codes: FrozenSet[str]
     severity: Tuple[Tuple[str, str], ...] = ()  # per-code overrides
     prefilter: bool = True
+    # follow imports of the project's other modules (gradlint.index); off: each file alone
+    follow_imports: bool = True
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,12 @@ def decode(data: bytes) -> str:
     return text
 
 
-def lint_bytes(display: str, data: bytes, options: Options) -> List[Finding]:
+def lint_bytes(display: str, data: bytes, options: Options, project: Any = None) -> List[Finding]:
+    """``project``: the project index as this file sees it (``gradlint.index.ProjectView``), so
+    that the model follows the file's imports of the project's other modules; None: the text
+    alone."""
     if display.endswith(".ipynb"):
-        return lint_notebook(display, data, options)
+        return lint_notebook(display, data, options, project)
     if is_skipped(data):
         return []
     codes = options.codes
@@ -96,10 +101,10 @@ def lint_bytes(display: str, data: bytes, options: Options) -> List[Finding]:
             line = before.count(b"\n") + 1
             col = exc.start - (before.rfind(b"\n") + 1) + 1
         return [_finding(SyntaxErrorRule, display, line, col, f"cannot decode file: {exc}")]
-    return lint_text(display, text, options)
+    return lint_text(display, text, options, project)
 
 
-def lint_notebook(display: str, data: bytes, options: Options) -> List[Finding]:
+def lint_notebook(display: str, data: bytes, options: Options, project: Any = None) -> List[Finding]:
     """A Jupyter notebook: its code cells linted as one script (gradlint.notebook), each finding
     placed in its cell. A notebook that cannot be read is one GL000 finding."""
     from gradlint import notebook
@@ -112,7 +117,7 @@ def lint_notebook(display: str, data: bytes, options: Options) -> List[Finding]:
         return [_finding(SyntaxErrorRule, display, 1, 1, str(exc))]
     if not nb.python or is_skipped(nb.script.encode("utf-8", "surrogatepass")):
         return []
-    return [in_cell(nb, f) for f in lint_text(display, nb.script, options)]
+    return [f if f.path != display else in_cell(nb, f) for f in lint_text(display, nb.script, options, project)]
 
 
 def in_cell(nb: Any, f: Finding) -> Finding:
@@ -131,10 +136,11 @@ def in_cell(nb: Any, f: Finding) -> Finding:
     )
 
 
-def lint_text(display: str, text: str, options: Options) -> List[Finding]:
+def lint_text(display: str, text: str, options: Options, project: Any = None) -> List[Finding]:
     codes = options.codes
     rules = [cls for code, cls in visit_rules().items() if code in codes]
-    if options.prefilter and not any(tok in text for tok in PREFILTER_TOKENS):
+    if options.prefilter and not any(tok in text for tok in PREFILTER_TOKENS) \
+            and not _imports_project(project, text):
         # nothing for the rules to find; only check that the file is valid Python (cheaply)
         if SyntaxErrorRule.code in codes:
             err = _compile_error(text)
@@ -157,8 +163,11 @@ def lint_text(display: str, text: str, options: Options) -> List[Finding]:
             f"such input (time grows with the square of the length), so this file is not linted"))
     import libcst as cst
 
+    if project is not None and not rules:
+        project = None
     try:
-        module = cst.parse_module(text)
+        shared = _shared_parse(project, text)
+        module = shared if shared is not None else cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         if SyntaxErrorRule.code not in codes:
             return []
@@ -187,7 +196,32 @@ def lint_text(display: str, text: str, options: Options) -> List[Finding]:
         return _internal(display, codes, "parser", exc)
     if not rules:
         return []
-    return _run_rules(display, text, module, rules, options)
+    return _run_rules(display, text, module, rules, options, project)
+
+
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
+
+
+def _imports_project(project: Any, text: str) -> bool:
+    """Does the text import a module of its project (whose code may hold what the pre-filter's
+    tokens stand for)? Found with a regular expression and the index's file look-ups, no parse."""
+    if project is None:
+        return False
+    for m in _IMPORT_LINE.finditer(text):
+        name = m.group(1) if m.group(1) is not None else m.group(2)
+        level = len(name) - len(name.lstrip("."))
+        if project.index.resolve(project.path, name[level:], level) is not None:
+            return True
+    return False
+
+
+def _shared_parse(project: Any, text: str) -> Any:
+    """The tree of a project file through the index's parse cache (the file may have been
+    parsed already as a module another file imports, and may be imported by a later one)."""
+    if project is None or not project.path.endswith(".py"):
+        return None
+    src = project.index.parsed_text(project.path, text)
+    return src.module if src is not None else None
 
 
 _AT = re.compile(r"^(?:parser error: )?error at (\d+):(\d+): ")
@@ -260,12 +294,13 @@ def _internal(display: str, codes: FrozenSet[str], where: str, exc: BaseExceptio
                      InternalErrorRule.message.format(where=where, detail=detail))]
 
 
-def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], options: Options) -> List[Finding]:
+def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], options: Options,
+               project: Any = None) -> List[Finding]:
     from gradlint.model.walk import Walker
 
     sink: List[Tuple[Rule, Any, Dict[str, Any]]] = []
     rules = [cls(None, sink) for cls in rule_classes]
-    walker = Walker(rules)
+    walker = Walker(rules, project if options.follow_imports else None)
     try:
         walker.run(module, text)
     except RecursionError as exc:
@@ -282,68 +317,12 @@ def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], o
     for err in walker.errors:
         findings.extend(_internal(display, options.codes, f"rule {err.rule.code}", err.exc))
     if sink:
-        findings.extend(_positioned(display, text, module, sink, dict(options.severity)))
-    findings = apply_noqa(findings, text)
+        from gradlint.positions import positioned
+
+        findings.extend(positioned(display, text, module, sink, dict(options.severity), walker.model.scopes))
+    findings = apply_noqa(findings, text, display)
     findings.sort(key=Finding.sort_key)
     return findings
-
-
-def _positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any, Dict[str, Any]]],
-                overrides: Dict[str, str]) -> List[Finding]:
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    lines = text.splitlines()
-    seen = set()
-    out = []
-    for rule, node, extra in sink:
-        key = (rule.code, id(node))
-        if key in seen:
-            continue
-        seen.add(key)
-        rng = positions.get(node)
-        if rng is None:
-            continue
-        # one finding per defect: `p.mul_(d).add_(x)` is one in-place update of `p`
-        if (rule.code, rng.start.line) in seen:
-            continue
-        seen.add((rule.code, rng.start.line))
-        stmt = extra.get("statement")
-        stmt_rng = positions.get(stmt) if stmt is not None else None
-        sev = overrides.get(rule.code)
-        severity = Severity(sev) if sev else (extra.get("severity") or rule.severity)
-        fix = extra.get("fix")
-        if fix is not None:  # node-relative edits -> offsets into text
-            from gradlint.fix import resolve_fix
-
-            fix = resolve_fix(fix, positions, text, module)
-        line = rng.start.line
-        related = []
-        for rnode, rmsg in extra.get("related", ()):
-            r = positions.get(rnode)
-            if r is not None and (r.start.line, r.start.column) != (rng.start.line, rng.start.column):
-                related.append((r.start.line, r.start.column + 1, rmsg))
-        out.append(
-            Finding(
-                path=display,
-                line=line,
-                column=rng.start.column + 1,
-                end_line=rng.end.line,
-                end_column=rng.end.column + 1,
-                code=rule.code,
-                name=rule.name,
-                severity=severity,
-                message=rule.message.format(**extra["args"]) + extra.get("note", ""),
-                hint=rule.hint,
-                fixable=fix is not None,
-                url=rule.url(),
-                source_line=lines[line - 1] if 0 < line <= len(lines) else "",
-                statement_line=stmt_rng.start.line if stmt_rng is not None else 0,
-                fix=fix,
-                related=tuple(related),
-            )
-        )
-    return out
 
 
 # ---------------------------------------------------------------------------- files and pool
@@ -355,16 +334,38 @@ def lint_task(task: Task) -> List[Finding]:
         if SyntaxErrorRule.code not in task.options.codes:
             return []
         return [_finding(SyntaxErrorRule, task.display, 1, 1, f"cannot read file: {exc.strerror or exc}")]
+    project = _project(task)
     if task.cache_dir is None:
-        return _lint_one(task.display, data, task.options)
+        return _lint_one(task.display, data, task.options, project)
     from gradlint import cache
 
-    key = cache.key(data, task.options)  # the bytes' hash, before any decoding or parsing
-    findings = cache.load(task.cache_dir, key, task.display)
+    key = _cache_key(task, data)  # the bytes' hash, before any decoding or parsing
+    findings = cache.load(task.cache_dir, key, task.display, _current(project))
     if findings is None:
-        findings = _lint_one(task.display, data, task.options)
-        cache.store(task.cache_dir, key, findings)
+        findings = _lint_one(task.display, data, task.options, project)
+        cache.store(task.cache_dir, key, findings, task.display, project.used if project is not None else None)
     return findings
+
+
+def _project(task: Task) -> Any:
+    """The project index as the task's file sees it (its imports of the project's modules are
+    followed), or None."""
+    if not task.options.follow_imports or task.path is None:
+        return None
+    from gradlint.index import view_for
+
+    return view_for(task.path)
+
+
+def _current(project: Any) -> Any:
+    return project.index.current_digest if project is not None else None
+
+
+def _cache_key(task: Task, data: bytes) -> str:
+    from gradlint import cache
+
+    place = os.path.dirname(os.path.abspath(task.path)) if task.options.follow_imports else ""
+    return cache.key(data, task.options, place)
 
 
 # A file at least this large is parsed by one worker at a time: libcst's parse of a file peaks at
@@ -375,14 +376,14 @@ BIG_FILE_BYTES = 256 * 1024
 _BIG_LOCK: Any = None  # a multiprocessing lock shared by the pool's workers
 
 
-def _lint_one(display: str, data: bytes, options: Options) -> List[Finding]:
+def _lint_one(display: str, data: bytes, options: Options, project: Any = None) -> List[Finding]:
     if _BIG_LOCK is not None and len(data) >= BIG_FILE_BYTES:
         with _BIG_LOCK:
             try:
-                return lint_data(display, data, options)
+                return lint_data(display, data, options, project)
             finally:
                 _give_back_memory()
-    return lint_data(display, data, options)
+    return lint_data(display, data, options, project)
 
 
 def _give_back_memory() -> None:
@@ -421,7 +422,7 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise FileTimeout()
 
 
-def lint_data(display: str, data: bytes, options: Options) -> List[Finding]:
+def lint_data(display: str, data: bytes, options: Options, project: Any = None) -> List[Finding]:
     """``lint_bytes`` that turns any crash into a GL001 finding (never a traceback), and a file
     that runs past the time bound into a GL001 finding (in the main thread, where POSIX signals
     can interrupt the work between Python instructions)."""
@@ -433,7 +434,7 @@ def lint_data(display: str, data: bytes, options: Options) -> List[Finding]:
         if timed:
             old = signal.signal(signal.SIGALRM, _on_alarm)
             signal.setitimer(signal.ITIMER_REAL, limit)
-        return lint_bytes(display, data, options)
+        return lint_bytes(display, data, options, project)
     except FileTimeout:
         return _internal(display, options.codes, "gradlint",
                          TimeoutError(f"gave up after {limit:g} s (GRADLINT_FILE_TIMEOUT)"))
@@ -525,15 +526,28 @@ def lint_tasks(tasks: Sequence[Task], jobs: int = 1) -> List[Finding]:
         # rule module); only the files that need linting go on
         findings, tasks = _cached(tasks)
         if not tasks:
-            findings.sort(key=Finding.sort_key)
-            return findings
+            return _unique(findings)
     if jobs <= 1 or len(tasks) < 2 or _small(tasks):
         sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
         findings.extend(_lint_batch(tasks))
     else:
         findings.extend(_pooled(_batches(tasks, jobs), jobs))
+    return _unique(findings)
+
+
+def _unique(findings: List[Finding]) -> List[Finding]:
+    """Sorted, each defect once: a finding in an imported module is found through every file
+    that calls into it (and by that module's own lint); the first in sort order is kept, so the
+    result is the same for any ``jobs``."""
     findings.sort(key=Finding.sort_key)
-    return findings
+    out: List[Finding] = []
+    seen = set()
+    for f in findings:
+        k = (f.path, f.cell, f.line, f.column, f.code)
+        if k not in seen:
+            seen.add(k)
+            out.append(f)
+    return out
 
 
 def _cached(tasks: Sequence[Task]) -> Tuple[List[Finding], List[Task]]:
@@ -552,7 +566,7 @@ def _cached(tasks: Sequence[Task]) -> Tuple[List[Finding], List[Task]]:
         except OSError:
             todo.append(t)  # reported by lint_task
             continue
-        hit = cache.load(t.cache_dir, cache.key(data, t.options), t.display)
+        hit = cache.load(t.cache_dir, _cache_key(t, data), t.display, _current(_project(t)))
         if hit is None:
             todo.append(t)
         else:

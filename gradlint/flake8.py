@@ -50,10 +50,24 @@ class Plugin:
         if is_skipped(text.encode("utf-8", "surrogatepass")):  # `# gradlint: skip-file`
             return
         try:
-            findings = lint_text(self.filename, text, Options(codes=_codes()))
+            findings = lint_text(self.filename, text, Options(codes=_codes()), _project(self.filename))
+            # flake8 reports per file: a finding the walk made in an imported module of the
+            # project is that module's (its own run reports what its own code shows)
+            findings = [f for f in findings if f.path == self.filename]
         except Exception as exc:  # never a traceback from a plugin: report it as GL001
             detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             yield 1, 0, f"GL001 internal error in gradlint: {detail}", type(self)
             return
         for f in findings:
             yield f.line, max(f.column - 1, 0), f"{f.code} {f.message}", type(self)
+
+
+def _project(filename: str):  # type: ignore[no-untyped-def]
+    """The project index as the file sees it (its imports of the project are followed)."""
+    import os
+
+    if not filename or filename in ("-", "stdin") or not os.path.isfile(filename):
+        return None
+    from gradlint.index import view_for
+
+    return view_for(filename)

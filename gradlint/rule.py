@@ -171,6 +171,8 @@ class Rule:
                     "assumed": assumed,
                     "related": tuple(related),
                     "note": note,
+                    # in another module's code reached from this file: the call in this file
+                    "via": self.model.root_call_site() if self.model is not None else None,
                 },
             )
         )

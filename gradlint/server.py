@@ -107,9 +107,12 @@ class ConfigCache:
 
 
 def lint_document(text: str, path: Optional[str], display: str, configs: ConfigCache,
-                  root: Optional[str] = None) -> Tuple[List[Finding], Optional[Options], str, Any]:
+                  root: Optional[str] = None, project: Any = None) -> Tuple[List[Finding], Optional[Options], str, Any]:
     """(findings, the options used or None when the file is excluded or skipped, a configuration
-    error or "", the configuration's key). Never raises: a crash is a GL001 finding."""
+    error or "", the configuration's key). Never raises: a crash is a GL001 finding.
+    ``project``: the project index as the document sees it (gradlint.index), so that its imports
+    of the workspace's modules are followed; only the document's own findings are kept (the
+    diagnostics of a document are its own)."""
     codes = frozenset({InternalErrorRule.code})
     error, key = "", None
     try:
@@ -129,7 +132,8 @@ def lint_document(text: str, path: Optional[str], display: str, configs: ConfigC
             return [], None, error, key
         severity = tuple(sorted((c, s.value) for c, s in settings.severity.items()))
         options = Options(codes=codes, severity=severity)
-        return lint_text(display, text, options), options, error, key
+        findings = [f for f in lint_text(display, text, options, project) if f.path == display]
+        return findings, options, error, key
     except Exception as exc:  # the server never stops on a document
         log.exception("internal error on %s", display)
         if InternalErrorRule.code not in codes:
@@ -283,6 +287,8 @@ class GradlintServer(LanguageServer):
         self.pending: Dict[str, asyncio.Task] = {}
         self.inflight: Dict[str, Tuple[str, Any]] = {}  # uri -> (text, the lint under way)
         self.reported: set = set()
+        self.open_uris: set = set()
+        self.deps: Dict[str, set] = {}  # uri -> paths of the project's modules its findings used
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-lint")
 
     # -- documents
@@ -305,8 +311,43 @@ class GradlintServer(LanguageServer):
             # whose IPython lines only `gradlint check` masks)
             return Linted(text, [], lines, path or uri), "", None
         root = getattr(self.workspace, "root_path", None)
-        findings, options, error, key = lint_document(text, path, path or uri, self.configs, root)
+        project = self._project(path)
+        findings, options, error, key = lint_document(text, path, path or uri, self.configs, root, project)
+        if project is not None:
+            self.deps[uri] = set(project.used)
         return Linted(text, findings, lines, path or uri, options), error, key
+
+    def _project(self, path: Optional[str]) -> Any:
+        """The workspace's project index as the document at ``path`` sees it, with the open
+        documents' unsaved texts in place of their files."""
+        if path is None:
+            return None
+        from gradlint.index import view_for
+
+        view = view_for(path)
+        overlay = {}
+        for doc_uri in list(self.open_uris):
+            doc = self.document(doc_uri)
+            if doc is not None and doc_uri.startswith("file:"):
+                overlay[os.path.abspath(to_fs_path(doc_uri))] = doc.source
+        view.index.overlay = overlay
+        view.index.refresh()  # files may have appeared or gone since the last lint
+        return view
+
+    def importers_of(self, uri: str) -> List[str]:
+        """The open documents whose findings used the module at ``uri`` (an edit to
+        ``models.py`` re-lints the open ``train.py`` that imports it)."""
+        if not uri.startswith("file:"):
+            return []
+        path = os.path.abspath(to_fs_path(uri))
+        return [other for other, used in self.deps.items() if other != uri and path in used]
+
+    def changed(self, uri: str, delay: float) -> None:
+        """``uri`` changed: lint it, and again the open documents that import it."""
+        self.schedule(uri, delay)
+        for other in self.importers_of(uri):
+            self.linted.pop(other, None)
+            self.schedule(other, delay)
 
     async def linted_now(self, uri: str, doc: Any) -> Linted:
         """The findings of the document's current text, linting it unless that was done (or is
@@ -378,6 +419,8 @@ class GradlintServer(LanguageServer):
             self.pending.pop(uri).cancel()
         self.linted.pop(uri, None)
         self.inflight.pop(uri, None)
+        self.open_uris.discard(uri)
+        self.deps.pop(uri, None)
         self.publish(uri, [], None)
 
     # -- requests
@@ -474,16 +517,17 @@ def create_server() -> GradlintServer:
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GradlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0)
+        ls.open_uris.add(params.text_document.uri)
+        ls.changed(params.text_document.uri, 0)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GradlintServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, DEBOUNCE)
+        ls.changed(params.text_document.uri, DEBOUNCE)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GradlintServer, params: lsp.DidSaveTextDocumentParams) -> None:
         ls.linted.pop(params.text_document.uri, None)  # the configuration may have changed
-        ls.schedule(params.text_document.uri, 0)
+        ls.changed(params.text_document.uri, 0)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GradlintServer, params: lsp.DidCloseTextDocumentParams) -> None:

@@ -55,7 +55,9 @@ def _matches(codes: Optional[FrozenSet[str]], code: str) -> bool:
     return codes is ALL or "*" in codes or code in codes
 
 
-def apply_noqa(findings: Iterable[Finding], text: str) -> List[Finding]:
+def apply_noqa(findings: Iterable[Finding], text: str, path: Optional[str] = None) -> List[Finding]:
+    """The findings that no ``# noqa`` comment of ``text`` suppresses; with ``path``, only the
+    findings in that file are checked against it (the others are in other files)."""
     findings = list(findings)
     if not findings:
         return findings
@@ -64,6 +66,9 @@ def apply_noqa(findings: Iterable[Finding], text: str) -> List[Finding]:
         return findings
     kept = []
     for f in findings:
+        if path is not None and f.path != path:
+            kept.append(f)
+            continue
         if _matches(table.get(f.line), f.code):
             continue
         if f.statement_line and _matches(table.get(f.statement_line), f.code):

@@ -69,9 +69,9 @@ def lints(monkeypatch):
     calls = []
     real = engine.lint_data
 
-    def counting(display, data, options):
+    def counting(display, data, options, project=None):
         calls.append(display)
-        return real(display, data, options)
+        return real(display, data, options, project)
 
     monkeypatch.setattr(engine, "lint_data", counting)
     return calls
@@ -258,12 +258,16 @@ def test_stdin_is_never_cached(tmp_path, lints):
 
 
 def test_same_content_two_paths(tmp_path, lints):
+    """Two files with the same text in one folder share an entry; in two folders they do not
+    (their imports of the project's modules resolve from their folder: other modules, other
+    findings)."""
     write(tmp_path / "a.py", BAD)
+    write(tmp_path / "a2.py", BAD)
     write(tmp_path / "b" / "c.py", BAD)
-    first = check("a.py", "b/c.py")
-    assert len(entries()) == 1
+    first = check("a.py", "a2.py", "b/c.py")
+    assert len(entries()) == 2
     lints.clear()
-    second = check("b/c.py", "a.py")
+    second = check("b/c.py", "a2.py", "a.py")
     assert lints == [] and second.stdout == first.stdout
     assert "b/c.py:3:1: GL101" in second.stdout.replace(os.sep, "/")
 

@@ -145,10 +145,10 @@ CRASHING = textwrap.dedent("""\
 
     _lint = engine.lint_bytes
 
-    def lint_bytes(display, data, options):
+    def lint_bytes(display, data, options, project=None):
         if b"CRASH-HERE" in data:
             os.kill(os.getpid(), signal.SIGSEGV)  # what a crash in native code does
-        return _lint(display, data, options)
+        return _lint(display, data, options, project)
 
     engine.lint_bytes = lint_bytes
     from gradlint.cli import main
@@ -232,7 +232,7 @@ import gradlint.cli, gradlint.engine, gradlint.discovery, gradlint.config, gradl
 import gradlint.report.concise
 from gradlint.rule import registry, visit_rules
 registry(); visit_rules()
-import libcst, gradlint.model.walk
+import libcst, gradlint.model.walk, gradlint.index, gradlint.positions, gradlint.cache, hashlib
 if os.getuid() == 0:  # root reads everything: drop to nobody (modules are imported already)
     os.setgid(65534)
     os.setuid(65534)

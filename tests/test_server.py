@@ -69,7 +69,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest_lsp.fixture(
     scope="module",
     config=ClientServerConfig(server_command=[sys.executable, "-m", "gradlint", "server"],
-                              server_env={**os.environ, "PYTHONPATH": str(ROOT)}),
+                              server_env={**os.environ}),
 )
 async def client(lsp_client: LanguageClient, workspace: Path):
     published: List[lsp.PublishDiagnosticsParams] = []
@@ -159,7 +159,7 @@ def cli_fix(tmp_path: Path, text: str, *args: str) -> str:
     target = tmp_path / "cli_fix.py"
     target.write_text(text)
     subprocess.run([sys.executable, "-m", "gradlint", "check", "--fix", "--no-cache", *args, str(target)],
-                   cwd=tmp_path, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                   cwd=tmp_path, capture_output=True, env={**os.environ})
     return target.read_text()
 
 
@@ -412,11 +412,11 @@ def test_internal_error_is_a_gl001_finding(monkeypatch: pytest.MonkeyPatch, tmp_
     assert f.code == "GL001" and "ValueError: boom" in f.message
 
 
-def test_the_server_never_imports_torch():
+def test_the_server_never_imports_torch(tmp_path: Path):
     code = ("import sys\nfrom gradlint.server import ConfigCache, create_server, lint_document\ncreate_server()\n"
             f"f = lint_document({BUGGY!r}, None, 'x.py', ConfigCache())[0]\n"
             "assert len(f) == 4, f\nassert 'torch' not in sys.modules, 'torch imported'\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
 
 
@@ -471,3 +471,37 @@ def test_positions_in_each_encoding():
     old, new = "a\r\nz", "a\r\ny\r\nz"
     start, end, text = minimal_edit(old, new)
     assert old[:start] + text + old[end:] == new and old[start - 1:start + 1] != "\r\n"
+
+
+LEAF_FACTORY = "import torch\n\n\ndef make_weights():\n    return torch.zeros(3, requires_grad=True)\n"
+NOT_A_LEAF = "import torch\n\n\ndef make_weights():\n    return torch.zeros(3)\n"
+USES_FACTORY = ("import torch\nfrom helpers import make_weights\n\n\ndef train():\n    w = make_weights()\n"
+                "    w.add_(1)\n    return w\n")
+
+
+@lsp_test
+async def test_an_edit_to_an_imported_module_relints_its_importers(client: LanguageClient, tmp_path: Path):
+    """The workspace is the project: train.py's finding comes from what helpers.py defines, and
+    an unsaved edit to helpers.py re-lints the open train.py (with the edited text)."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("")
+    (proj / "helpers.py").write_text(LEAF_FACTORY)
+    (proj / "train.py").write_text(USES_FACTORY)
+    mark = len(client.published)  # type: ignore[attr-defined]
+    train = open_doc(client, proj / "train.py", USES_FACTORY)
+    (d,) = await diagnostics(client, train, version=1, after=mark)
+    assert d.code == "GL101" and d.range.start.line == 6
+    helpers = open_doc(client, proj / "helpers.py", LEAF_FACTORY)
+    assert await diagnostics(client, helpers, version=1, after=mark) == []
+    mark = len(client.published)  # type: ignore[attr-defined]
+    change_doc(client, helpers, NOT_A_LEAF, 2)  # not saved: the file on disk still makes a leaf
+
+    def published_for_train(codes: List[str]) -> Any:
+        return [p for p in client.published[mark:]  # type: ignore[attr-defined]
+                if p.uri == train and [d.code for d in p.diagnostics] == codes]
+
+    await until(lambda: published_for_train([]))  # (opening helpers.py may re-publish train.py first)
+    mark = len(client.published)  # type: ignore[attr-defined]
+    change_doc(client, helpers, LEAF_FACTORY, 3)
+    await until(lambda: published_for_train(["GL101"]))

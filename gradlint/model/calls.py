@@ -14,6 +14,7 @@ from gradlint.model.syntax import (
     const_bool, conversion_copies, dtype_conversion, kwarg, kwvalue, positional, retains,
 )
 from gradlint.model.values import (
+    NAMESPACE,
     CLASS, FUNCTION, INSTANCE, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
     UNKNOWN, UNKNOWN_VALUE, CONST_VALUE, Cut, Value, element_of, flatten, leaf_rg, plain_tensor, src_of, union,
 )
@@ -50,6 +51,13 @@ class CallMixin:
                 bound = self.env.get(key) or (self.class_attrs[-1].get(key) if self.class_attrs else None)
             if bound is None or bound.kind not in (MODULE, FUNCTION, CLASS):
                 receiver = self.value_of(func.value)
+                if receiver.kind == NAMESPACE:
+                    # `models.build(x)`: a function or class of another module of the project
+                    bound, receiver = self.value_of(func), None
+                    if bound.kind not in (MODULE, FUNCTION, CLASS):
+                        self._escape(arg_values)
+                        return UNKNOWN_VALUE
+            if bound is None or bound.kind not in (MODULE, FUNCTION, CLASS):
                 method = self.resolve_method(receiver, func.attr.value)
                 if method is not None:
                     out = self._call_function(method, node, arg_values, receiver, dotted(func.value))
@@ -61,7 +69,7 @@ class CallMixin:
                     if part is not None and part.kind == MODULE:
                         return self._call_module(part, arg_values, node)
                 return self._call_method(receiver, func.attr.value, node, arg_values)
-            if bound.kind == FUNCTION:
+            if bound.kind == FUNCTION and receiver is None and self.value_of(func.value).kind != NAMESPACE:
                 receiver = self.value_of(func.value)
         callee = self.value_of(func)
         if callee.kind == MODULE:
@@ -155,9 +163,24 @@ class CallMixin:
 
     def _call_function(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value],
                        receiver_key: Optional[str]) -> Optional[Value]:
-        """A call of a function, lambda or method of this file: a one-expression body is
-        evaluated with the call's arguments; a longer one is walked with them (rules see its
-        statements with these values), with its effects on the receiver applied here."""
+        """A call of a function, lambda or method of this file or of another module of the
+        project (walked in its own module's scope: imports.py)."""
+        target = self.scope if isinstance(fn, cst.Lambda) else self.scope_for(fn)
+        if target is self.scope:
+            return self._call_here(fn, call, args, receiver, receiver_key)
+        saved = self.enter_scope(target)
+        self.call_sites.append(call)
+        try:
+            return self._call_here(fn, call, args, receiver, receiver_key)
+        finally:
+            self.call_sites.pop()
+            self.leave_scope(saved)
+
+    def _call_here(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value],
+                   receiver_key: Optional[str]) -> Optional[Value]:
+        """A one-expression body is evaluated with the call's arguments; a longer one is walked
+        with them (rules see its statements with these values), with its effects on the
+        receiver applied here."""
         out = self._inline(fn, call, args, receiver)
         if out is not None:
             return out

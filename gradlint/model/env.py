@@ -9,6 +9,7 @@ import libcst as cst
 
 from gradlint.model.names import dotted
 from gradlint.model.values import (
+    NAMESPACE,
     CLASS, CONST, FUNCTION, INSTANCE, MODULE, NDARRAY, OPTIMIZER, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE,
     Value,
 )
@@ -49,7 +50,7 @@ class EnvMixin:
             elif first[key] is self.current_statement and not (value.kind == TENSOR and value.rg is True):
                 first[key] = None  # `hidden = hidden.detach()`: the read only cut the graph
         if self.scope_kind == "module" and "." not in key:
-            if value.kind in (FUNCTION, CLASS):
+            if value.kind in (FUNCTION, CLASS, NAMESPACE):
                 self.definitions[key] = value
             else:
                 self.definitions.pop(key, None)

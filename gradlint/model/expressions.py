@@ -11,6 +11,7 @@ from gradlint.model import torchapi as api
 from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
+    NAMESPACE,
     CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value,
     element_of, plain_tensor, join_values, union,
 )
@@ -149,6 +150,8 @@ class ExpressionMixin:
             if self.class_attrs and key in self.class_attrs[-1]:
                 return self.class_attrs[-1][key]
         base = self.value_of(node.value)
+        if base.kind == NAMESPACE:
+            return self.namespace_attribute(base, node.attr.value)
         if base.kind in (MODULE, INSTANCE):
             v = self.module_attribute(base, node.attr.value, key)
             return v if v is not None else UNKNOWN_VALUE

@@ -104,6 +104,30 @@ def binds_own_attributes(fn: cst.FunctionDef, cache: Dict[int, bool]) -> bool:
 
 
 class ObjectMixin:
+    def register_class(self, stmt: cst.ClassDef, outer: Optional[cst.ClassDef]) -> Optional[ClassInfo]:
+        """A class of another module of the project joins the file's classes (its methods, its
+        base names; nested classes too). None when the file already knows a class of that name
+        (the file's own comes first; the other stays unknown)."""
+        name = stmt.name.value
+        if name in self.classes:
+            return None
+        bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in stmt.bases if b.keyword is None]
+        info = self.classes[name] = ClassInfo(stmt, bases)
+        body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
+        for s in body:
+            if isinstance(s, cst.FunctionDef):
+                if s.name.value not in info.methods:
+                    info.methods[s.name.value] = s
+                    self.method_class[id(s)] = stmt
+            elif isinstance(s, cst.ClassDef):
+                nested = self.register_class(s, stmt)
+                if nested is not None:
+                    scope = self.fn_scope.get(id(next(iter(info.methods.values()), None)))
+                    for fn in nested.methods.values():
+                        if scope is not None:
+                            self.fn_scope[id(fn)] = scope
+        return info
+
     def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
         if module.made == "inference" and self.grad_enabled is True:
             self._emit("inference_module", (module.made_node, module))
@@ -199,9 +223,11 @@ class ObjectMixin:
             q = self.qualname(b.value) or ""
             if q in api.MODULE_BASES or q.startswith("torch.nn."):
                 is_module = True
-            elif isinstance(b.value, cst.Name) and b.value.value in self.classes and b.value.value not in seen:
-                base = self.env.get(b.value.value) or self.definitions.get(b.value.value) \
-                    or self.later_class(b.value.value, seen)
+            elif isinstance(b.value, cst.Name) and b.value.value not in seen:
+                # a base of this file, or one imported from another module of the project
+                base = self.env.get(b.value.value) or self.definitions.get(b.value.value)
+                if base is None and b.value.value in self.classes:
+                    base = self.later_class(b.value.value, seen)
                 is_module = is_module or bool(base is not None and base.kind == CLASS and base.params)
         return Value(CLASS, node=info.node, params=is_module or None)
 

@@ -25,6 +25,7 @@ from gradlint.model.env import FREED, Env, EnvMixin  # noqa: F401 (re-exported)
 from gradlint.model.events import Event, EventMixin  # noqa: F401
 from gradlint.model.expressions import ExpressionMixin
 from gradlint.model.factories import FactoryMixin
+from gradlint.model.imports import ImportMixin, ModuleScope
 from gradlint.model.loops import Loop, LoopMixin  # noqa: F401
 from gradlint.model.names import ImportMap, canonical
 from gradlint.model.objects import ObjectMixin
@@ -33,7 +34,7 @@ from gradlint.model.values import UNKNOWN_VALUE, Value, element_of  # noqa: F401
 
 
 class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, ObjectMixin, LoopMixin,
-            EventMixin):
+            EventMixin, ImportMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
         self.env: Env = {}
@@ -156,6 +157,18 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.param_owner: Dict[int, str] = {}
         self._emit = emit
         self._dotted_keys = 0
+        # the project's other modules (imports.py): the index as this file sees it (None: text
+        # with no file), the scope of this file and of each module met, each function of another
+        # module -> its module's scope, and the calls in this file through which the walk is in
+        # another module's code now
+        self.project: Any = None
+        self.root_scope = ModuleScope(None, root=True)
+        self.root_scope.imports, self.root_scope.definitions = self.imports, self.definitions
+        self.scope = self.root_scope
+        self.scopes: Dict[str, ModuleScope] = {}
+        self.fn_scope: Dict[int, ModuleScope] = {}
+        self.foreign_functions: List[Any] = []
+        self.call_sites: List[Any] = []
 
     # ------------------------------------------------------------------ queries for rules
     def grad_lost_site(self) -> Any:

@@ -116,12 +116,14 @@ class StatementMixin:
         for alias in node.names:
             local = alias.evaluated_alias or alias.evaluated_name.split(".", 1)[0]
             self.unbind(local)
+        self.project_import(node)
 
     def exec_import_from(self, node: cst.ImportFrom) -> None:
         self.imports.add_import_from(node)
         if not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
                 self.unbind(alias.evaluated_alias or alias.evaluated_name)
+        self.project_import(node)
 
     def _set_inplace(self, receiver: cst.BaseExpression, flag_node: cst.BaseExpression, stmt: Any) -> None:
         """``act.inplace = True`` after construction counts like ``nn.ReLU(inplace=True)``; on a

@@ -31,6 +31,7 @@ FUNCTION = "function"  # a function defined in this module
 CLASS = "class"
 OPTIMIZER = "optimizer"  # a torch.optim optimizer; ``node`` holds the key of the module it optimises
 INSTANCE = "instance"  # an instance of a (non-module) class of this file; ``node`` holds the class name
+NAMESPACE = "namespace"  # a module of the project bound to a name (``import models``); node: its ModuleScope
 CONST = "const"  # a literal that is certainly no tensor: a string, None, True, False
 UNKNOWN = "unknown"
 

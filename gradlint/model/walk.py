@@ -41,8 +41,9 @@ class RuleError(Exception):
 
 
 class Walker:
-    def __init__(self, rules: List[Any]) -> None:
+    def __init__(self, rules: List[Any], project: Any = None) -> None:
         self.model = Model(self._emit)
+        self.model.project = project  # gradlint.index.ProjectView: the file's project, or None
         self.rules = rules
         self.visit: Dict[str, List[Callable[[Any], None]]] = {}
         self.leave: Dict[str, List[Callable[[Any], None]]] = {}
@@ -58,6 +59,7 @@ class Walker:
                     self.events.setdefault(attr[3:], []).append(getattr(r, attr))
         self.errors: List[RuleError] = []
         self._eventful_cache: Optional[set] = None
+        self._eventful_size = (0, 0)
         self._binds_cache: Dict[int, bool] = {}
         self._special = {
             cst.Module: self._module,
@@ -369,6 +371,8 @@ class Walker:
             return True  # an instance of a class further down: its attributes
         if any(a.kind not in (UNKNOWN, CONST, "scalar") for a in args):
             return True
+        if id(fn) in model.fn_scope:
+            return True  # a function of another module: no walk at its definition summarised it
         if receiver is not None and receiver.kind == INSTANCE:
             return True  # `trainer.setup()`: the attributes it binds are the object's from then on
         if receiver is not None and receiver.kind in (MODULE, INSTANCE) \
@@ -379,10 +383,14 @@ class Walker:
     def _eventful_names(self) -> set:
         """Names of the file's functions and methods that hold training events, directly or
         through a function of the file they call (computed once, over the definitions)."""
-        if self._eventful_cache is not None:
-            return self._eventful_cache
         model = self.model
-        fns = list(model.functions.values()) + [m for c in model.classes.values() for m in c.methods.values()]
+        # (the classes and functions of other modules join as the walk meets their imports)
+        size = (len(model.classes), len(model.foreign_functions))
+        if self._eventful_cache is not None and self._eventful_size == size:
+            return self._eventful_cache
+        self._eventful_size = size
+        fns = list(model.functions.values()) + model.foreign_functions \
+            + [m for c in model.classes.values() for m in c.methods.values()]
         calls = {}
         for fn in fns:
             calls.setdefault(fn.name.value, set()).update(called_names(fn.body))

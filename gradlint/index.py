@@ -1,0 +1,285 @@
+"""The project index: which file of the project an import names, and that file's parsed source.
+
+The model never touches the file system: when the walk meets ``from models import Net`` it asks
+the index (through a ``ProjectView``, the index seen from one file) for the module ``models`` as
+that file would import it, and gets a ``ModuleSource`` (path, text, libcst tree) or None. What is
+not a file of the project (third-party and standard-library modules, torch itself) is None: the
+model's own tables stay its knowledge of torch.
+
+- **The project root**: the nearest folder above a file holding ``pyproject.toml``,
+  ``setup.cfg``, ``setup.py`` or ``.git``; without one, the file's import root (below).
+- **Import roots** of a file, in Python's order: the file's own import root (its folder, or for
+  a module inside packages the folder above its top package: where ``python train.py`` or
+  ``python -m pkg.train`` puts it on ``sys.path``), the project root and ``<root>/src``. Packages
+  (folders with ``__init__.py``) and namespace packages (without) both resolve; modules outside
+  the project root never do.
+- **Parsing**: each file is read and parsed at most once per process while its bytes are
+  unchanged (``parsed``; the engine's own parse of a linted file goes through it too), in a
+  cache bounded by the total size of the sources it holds (least recently used first out).
+- **Overlay**: the language server lends the texts of open, unsaved documents; they take the
+  place of the files' bytes.
+
+Nothing here imports or runs the user's code.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+# never resolved to a project file, whatever the project holds: the model knows them by name
+KNOWN_PACKAGES = frozenset({"torch", "numpy", "copy", "__future__"})
+# the sources the parse cache may hold at once (a libcst tree takes about 100-200 times its
+# source in memory: 4 MiB of source is about 0.5-0.8 GiB of trees)
+CACHE_SOURCE_BYTES = 4 * 1024 * 1024
+MAX_FILE_BYTES = 1024 * 1024  # a larger module (generated code) is not followed
+
+
+@dataclass
+class ModuleSource:
+    """A module of the project as the index read it."""
+
+    path: str  # absolute, normalised
+    name: str  # the dotted name it was imported as ("pkg.models"), "" when unknown
+    text: str
+    digest: str  # sha256 of its text (the cache's dependency record)
+    module: Any  # the libcst tree
+    is_package: bool  # an __init__.py
+
+
+def digest_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def find_root(path: str) -> str:
+    """The project root of the file (or folder) ``path`` (see the module docstring)."""
+    start = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+    d = start
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return import_root(start)
+        d = parent
+
+
+def import_root(folder: str) -> str:
+    """The folder Python puts on ``sys.path`` for a module in ``folder``: the first folder up
+    that is not a package."""
+    d = os.path.abspath(folder)
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return d
+
+
+class ProjectIndex:
+    """One per project root and process (``index_for``)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        self.overlay: Dict[str, str] = {}  # path -> text of an open, unsaved document
+        self._parsed: "collections.OrderedDict[str, ModuleSource]" = collections.OrderedDict()
+        self._bytes = 0
+        self._exists: Dict[str, bool] = {}
+        self.parses = 0  # how many parses the cache made (tests and bench read it)
+
+    # ------------------------------------------------------------------ resolution
+    def roots_for(self, importer: str) -> List[str]:
+        out: List[str] = []
+        for r in (import_root(os.path.dirname(os.path.abspath(importer))), self.root,
+                  os.path.join(self.root, "src")):
+            if r not in out and self._inside(r):
+                out.append(r)
+        return out
+
+    def _inside(self, path: str) -> bool:
+        return path == self.root or path.startswith(self.root + os.sep)
+
+    def _isfile(self, path: str) -> bool:
+        hit = self._exists.get(path)
+        if hit is None:
+            hit = self._exists[path] = path in self.overlay or os.path.isfile(path)
+        return hit
+
+    def _isdir(self, path: str) -> bool:
+        key = path + os.sep
+        hit = self._exists.get(key)
+        if hit is None:
+            hit = self._exists[key] = os.path.isdir(path)
+        return hit
+
+    def _module_file(self, base: str, parts: List[str]) -> Optional[Tuple[str, bool]]:
+        """(file, is_package) of the module ``parts`` under the folder ``base``."""
+        d = base
+        for part in parts[:-1]:
+            d = os.path.join(d, part)
+            if not self._isdir(d):
+                return None
+        last = os.path.join(d, parts[-1])
+        if self._isfile(last + ".py"):
+            return last + ".py", False
+        if self._isfile(os.path.join(last, "__init__.py")):
+            return os.path.join(last, "__init__.py"), True
+        if self._isdir(last):
+            return last, True  # a namespace package: no file, but its submodules resolve
+        return None
+
+    def resolve(self, importer: str, module: str, level: int = 0) -> Optional[Tuple[str, str, bool]]:
+        """``(path, dotted name, is_package)`` of the module ``module`` (``a.b``; ``""`` with a
+        ``level`` for ``from . import x``) as ``importer`` imports it; a namespace package's
+        path is its folder. None when it is no module of the project."""
+        parts = [p for p in module.split(".") if p] if module else []
+        if level:
+            base = os.path.dirname(os.path.abspath(importer))
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            if not self._inside(base):
+                return None
+            if not parts:
+                init = os.path.join(base, "__init__.py")
+                return (init if self._isfile(init) else base), "", True
+            found = self._module_file(base, parts)
+            return (found[0], "", found[1]) if found is not None and self._inside(found[0]) else None
+        if not parts or parts[0] in KNOWN_PACKAGES:
+            return None
+        for r in self.roots_for(importer):
+            found = self._module_file(r, parts)
+            if found is not None:
+                return found[0], ".".join(parts), found[1]
+        return None
+
+    # ------------------------------------------------------------------ sources
+    def load(self, path: str, name: str = "") -> Optional[ModuleSource]:
+        """The parsed module at ``path`` (a .py file of the project), or None when it cannot be
+        read, decoded or parsed (the file's own lint reports that)."""
+        if not path.endswith(".py") or not self._inside(path):
+            return None
+        text = self.text_of(path)
+        if text is None:
+            return None
+        return self.parsed_text(path, text, name)
+
+    def text_of(self, path: str) -> Optional[str]:
+        """The text of ``path`` now (an open document's unsaved text first), decoded as Python
+        does; None when it cannot be read or decoded, or is too large to follow."""
+        text = self.overlay.get(path)
+        if text is not None:
+            return text
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            return None
+        if len(data) > MAX_FILE_BYTES:
+            return None
+        from gradlint.engine import decode
+
+        try:
+            return decode(data)
+        except (UnicodeDecodeError, SyntaxError, LookupError):
+            return None
+
+    def parsed_text(self, path: str, text: str, name: str = "") -> Optional[ModuleSource]:
+        """The cached parse of ``path`` when its text is ``text``; else parse it and remember
+        it. None when libcst cannot parse it (the file's own lint reports that)."""
+        path = os.path.abspath(path)
+        digest = digest_of(text)
+        hit = self._parsed.get(path)
+        if hit is not None and hit.digest == digest:
+            self._parsed.move_to_end(path)
+            if name and not hit.name:
+                hit.name = name
+            return hit
+        import libcst as cst
+
+        try:
+            module = cst.parse_module(text)
+        except Exception:
+            return None
+        self.parses += 1
+        src = ModuleSource(path, name, text, digest, module, os.path.basename(path) == "__init__.py")
+        self._remember(src)
+        return src
+
+    def _remember(self, src: ModuleSource) -> None:
+        old = self._parsed.pop(src.path, None)
+        if old is not None:
+            self._bytes -= len(old.text)
+        self._parsed[src.path] = src
+        self._bytes += len(src.text)
+        while self._bytes > CACHE_SOURCE_BYTES and len(self._parsed) > 1:
+            _, gone = self._parsed.popitem(last=False)
+            self._bytes -= len(gone.text)
+
+    def forget(self, path: str) -> None:
+        """``path`` changed (an edit in the editor, a file written by --fix)."""
+        path = os.path.abspath(path)
+        gone = self._parsed.pop(path, None)
+        if gone is not None:
+            self._bytes -= len(gone.text)
+        self._exists.clear()
+
+    def refresh(self) -> None:
+        """Forget which files exist (a long-lived process: the language server)."""
+        self._exists.clear()
+
+    def current_digest(self, path: str) -> Optional[str]:
+        """The digest of ``path``'s text now (the cache checks its dependencies with it)."""
+        self._exists.clear()
+        text = self.text_of(path)
+        return digest_of(text) if text is not None else None
+
+
+class ProjectView:
+    """The index as one linted file sees it: what the model may ask. It records every module it
+    handed out (the file's result depends on them: the cache keeps their digests)."""
+
+    def __init__(self, index: ProjectIndex, path: str) -> None:
+        self.index = index
+        self.path = os.path.abspath(path)
+        self.used: Dict[str, str] = {}  # path -> digest of each module handed out
+
+    def module(self, importer: str, name: str, level: int = 0) -> Optional[ModuleSource]:
+        """The module ``name`` as ``importer`` (this file, or a module handed out before)
+        imports it; a package gives its ``__init__.py``, a namespace package an empty module."""
+        found = self.index.resolve(importer, name, level)
+        if found is None:
+            return None
+        path, dotted, _ = found
+        if os.path.isdir(path):
+            return ModuleSource(path, dotted, "", "", None, True)  # a namespace package
+        src = self.index.load(path, dotted)
+        if src is not None and src.path != self.path:
+            self.used[src.path] = src.digest
+        return src
+
+    def submodule(self, package: ModuleSource, name: str) -> Optional[ModuleSource]:
+        """``package.name`` as a module (``from pkg import models``)."""
+        base = package.path if os.path.isdir(package.path) else os.path.dirname(package.path)
+        return self.module(os.path.join(base, "__init__.py"), name, 1)
+
+
+_INDEXES: Dict[str, ProjectIndex] = {}
+
+
+def index_for(path: str) -> ProjectIndex:
+    """The process's index of the project ``path`` belongs to."""
+    root = find_root(path)
+    found = _INDEXES.get(root)
+    if found is None:
+        found = _INDEXES[root] = ProjectIndex(root)
+    return found
+
+
+def view_for(path: Optional[str]) -> Optional[ProjectView]:
+    if not path:
+        return None
+    return ProjectView(index_for(path), path)

@@ -1,0 +1,304 @@
+"""Imports of the project's own modules: what another file of the project defines, as the model
+sees it.
+
+The model asks the project index (``gradlint.index.ProjectView``, given by the engine; None for
+text with no file, and then every import stays unknown) for the module an import names, and keeps
+one ``ModuleScope`` per module it met: that module's imports of torch (its ``ImportMap``) and its
+top-level functions and classes, and the names its own imports bind, resolved on first read
+(``from .layers import Block``, re-exports through ``__init__.py``, ``from .m import *`` with or
+without ``__all__``). A function or method of another module is walked at its call with the
+caller's arguments, exactly as one of this file (``calls.py``), inside its own module's scope:
+its names and its imports of torch are its module's. Its classes join the file's classes (methods,
+bases, attributes bound in ``__init__`` and other methods, ``forward``).
+
+Not followed (unknown stays unknown): what a module binds at its top level other than functions,
+classes and imports (a module-level tensor, model or optimizer), names a module gets through
+``globals()`` or ``sys.modules``, and modules outside the project (third-party, the standard
+library). Import cycles end in an unknown name, never a loop: a name being resolved reads as
+unknown inside its own resolution.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from gradlint.model.names import ImportMap, dotted
+from gradlint.model.values import CLASS, FUNCTION, NAMESPACE, UNKNOWN_VALUE, Value
+
+
+# what an import statement of a module binds, unresolved: local name -> (module, level, attribute
+# or None for the module itself, or "*" for a star import's source)
+Pending = Tuple[str, int, Optional[str]]
+
+
+class ModuleScope:
+    """One module's global names as the model knows them."""
+
+    __slots__ = ("src", "path", "imports", "definitions", "pending", "stars", "classes", "resolving", "root")
+
+    def __init__(self, src: Any, root: bool = False) -> None:
+        self.src = src  # gradlint.index.ModuleSource, or None for the linted file itself
+        self.path = src.path if src is not None else ""
+        self.imports = ImportMap()
+        self.definitions: Dict[str, Value] = {}
+        self.pending: Dict[str, Pending] = {}
+        self.stars: List[Tuple[str, int]] = []
+        self.classes: Dict[str, Any] = {}  # name -> ClassInfo of the classes it defines
+        self.resolving: set = set()
+        self.root = root
+
+
+class ImportMixin:
+    # set by the engine through the walker: the index as the linted file sees it
+    project: Any = None
+
+    # ------------------------------------------------------------------ import statements
+    def project_import(self, node: Any) -> None:
+        """``import a.b [as c]`` / ``from a.b import x [as y]`` met by the walk (at module level
+        or in a function): bind what a module of the project defines under the local names."""
+        if self.project is None:
+            return
+        scope = self.scope
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted(alias.name) or ""
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    v = self._namespace(scope, full, 0)
+                    if v is not None:
+                        self.bind_key(alias.asname.name.value, v)
+                else:
+                    top = full.split(".", 1)[0]
+                    v = self._namespace(scope, top, 0)
+                    if v is not None:
+                        self.bind_key(top, v)
+            return
+        level = len(node.relative)
+        module = dotted(node.module) if node.module is not None else ""
+        if isinstance(node.names, cst.ImportStar):
+            src = self._module_source(scope, module or "", level)
+            if src is not None:
+                for name, v in self._star_names(src).items():
+                    self.bind_key(name, v)
+            return
+        for alias in node.names:
+            name = alias.evaluated_name
+            v = self._from_import(scope, module or "", level, name)
+            if v is not None:
+                self.bind_key(alias.evaluated_alias or name, v)
+
+    # ------------------------------------------------------------------ scopes
+    def _module_source(self, scope: ModuleScope, module: str, level: int) -> Any:
+        importer = scope.path or self.project.path
+        return self.project.module(importer, module, level)
+
+    def scope_of(self, src: Any) -> ModuleScope:
+        """The scope of a module the index handed out (built once per file linted)."""
+        found = self.scopes.get(src.path)
+        if found is not None:
+            return found
+        scope = self.scopes[src.path] = ModuleScope(src)
+        if src.module is not None:
+            self._collect(scope, src.module.body)
+        return scope
+
+    def _collect(self, scope: ModuleScope, body: Any) -> None:
+        """A module's top-level definitions and imports (also in ``if``/``try`` blocks at top
+        level), without walking it."""
+        for stmt in body:
+            t = type(stmt)
+            if t is cst.FunctionDef:
+                scope.definitions.setdefault(stmt.name.value, Value(FUNCTION, node=stmt))
+                self.fn_scope[id(stmt)] = scope
+                self.foreign_functions.append(stmt)
+            elif t is cst.ClassDef:
+                info = self.register_class(stmt, None)
+                if info is not None:
+                    scope.classes[stmt.name.value] = info
+                    for fn in info.methods.values():
+                        self.fn_scope[id(fn)] = scope
+            elif t is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    if isinstance(small, cst.Import):
+                        scope.imports.add_import(small)
+                        for alias in small.names:
+                            full = dotted(alias.name) or ""
+                            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                                scope.pending.setdefault(alias.asname.name.value, (full, 0, None))
+                            else:
+                                top = full.split(".", 1)[0]
+                                scope.pending.setdefault(top, (top, 0, None))
+                    elif isinstance(small, cst.ImportFrom):
+                        scope.imports.add_import_from(small)
+                        level = len(small.relative)
+                        module = dotted(small.module) if small.module is not None else ""
+                        if isinstance(small.names, cst.ImportStar):
+                            scope.stars.append((module or "", level))
+                        else:
+                            for alias in small.names:
+                                local = alias.evaluated_alias or alias.evaluated_name
+                                scope.pending.setdefault(local, (module or "", level, alias.evaluated_name))
+                    elif isinstance(small, (cst.Assign, cst.AnnAssign)):
+                        # `__all__ = [...]` is read by star imports; other top-level bindings
+                        # are not followed (see the module docstring)
+                        pass
+            elif t is cst.If:
+                self._collect(scope, stmt.body.body)
+                orelse = stmt.orelse
+                while orelse is not None:
+                    self._collect(scope, orelse.body.body)
+                    orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+            elif t in (cst.Try, cst.With):
+                self._collect(scope, stmt.body.body)
+
+    def module_name(self, scope: ModuleScope, name: str) -> Optional[Value]:
+        """What ``name`` is at the top level of a module of the project, or None."""
+        if scope.root:
+            return None
+        v = scope.definitions.get(name)
+        if v is not None:
+            if v.kind == CLASS and v.node is None:
+                return None
+            return v
+        info = scope.classes.get(name)
+        if info is not None:
+            v = self._foreign_class(scope, name)
+            scope.definitions[name] = v
+            return v
+        if name in scope.resolving:
+            return None  # an import cycle
+        scope.resolving.add(name)
+        try:
+            pending = scope.pending.get(name)
+            if pending is not None:
+                module, level, attr = pending
+                v = (self._namespace(scope, module, level) if attr is None
+                     else self._from_import(scope, module, level, attr))
+            else:
+                v = None
+                for module, level in scope.stars:
+                    src = self._module_source(scope, module, level)
+                    if src is not None:
+                        v = self._star_names(src, only=name).get(name)
+                        if v is not None:
+                            break
+        finally:
+            scope.resolving.discard(name)
+        if v is not None:
+            scope.definitions[name] = v
+        return v
+
+    def _foreign_class(self, scope: ModuleScope, name: str) -> Value:
+        """A class of another module: its value (a module class or not, from its bases) is
+        worked out in its own module's scope."""
+        saved = self.enter_scope(scope)
+        try:
+            for b in scope.classes[name].node.bases:
+                if isinstance(b.value, cst.Name) and b.value.value != name:
+                    self.module_name(scope, b.value.value)  # registers an imported base
+            v = self.later_class(name)
+        finally:
+            self.leave_scope(saved)
+        return v if v is not None else Value(CLASS)
+
+    def _from_import(self, scope: ModuleScope, module: str, level: int, name: str) -> Optional[Value]:
+        src = self._module_source(scope, module, level)
+        if src is None:
+            return None
+        v = self.module_name(self.scope_of(src), name)
+        if v is None and src.is_package:
+            sub = self.project.submodule(src, name)  # `from pkg import models`
+            if sub is not None:
+                return Value(NAMESPACE, node=self.scope_of(sub))
+        return v
+
+    def _namespace(self, scope: ModuleScope, module: str, level: int) -> Optional[Value]:
+        src = self._module_source(scope, module, level)
+        return Value(NAMESPACE, node=self.scope_of(src)) if src is not None else None
+
+    def _star_names(self, src: Any, only: Optional[str] = None) -> Dict[str, Value]:
+        """What ``from module import *`` binds: the names of ``__all__`` when the module sets
+        one (a literal list or tuple), else its public top-level definitions and imports."""
+        scope = self.scope_of(src)
+        public = _all_names(src.module) if src.module is not None else None
+        if public is None:
+            public = [n for n in list(scope.definitions) + list(scope.classes) + list(scope.pending)
+                      if not n.startswith("_")]
+        out: Dict[str, Value] = {}
+        for name in public:
+            if only is not None and name != only:
+                continue
+            v = self.module_name(scope, name)
+            if v is not None:
+                out[name] = v
+        return out
+
+    def namespace_attribute(self, ns: Value, attr: str) -> Value:
+        """``models.Net``, ``pkg.models`` on a module of the project bound to a name."""
+        scope = ns.node
+        v = self.module_name(scope, attr)
+        if v is None and scope.src is not None and scope.src.is_package:
+            sub = self.project.submodule(scope.src, attr)
+            if sub is not None:
+                v = Value(NAMESPACE, node=self.scope_of(sub))
+                scope.definitions[attr] = v
+        return v if v is not None else UNKNOWN_VALUE
+
+    # ------------------------------------------------------------------ walking another module's code
+    def enter_scope(self, scope: ModuleScope) -> Any:
+        """Make ``scope`` the module whose globals and imports names are read in."""
+        saved = (self.scope, self.imports, self.definitions)
+        self.scope = scope
+        self.imports = scope.imports
+        self.definitions = scope.definitions if scope.root else _Globals(self, scope)
+        return saved
+
+    def leave_scope(self, saved: Any) -> None:
+        self.scope, self.imports, self.definitions = saved
+
+    def scope_for(self, fn: Any) -> ModuleScope:
+        return self.fn_scope.get(id(fn), self.root_scope)
+
+    def root_call_site(self) -> Any:
+        """The call in the linted file through which the walk reached another module's code
+        (None while the walk is in the linted file's own code)."""
+        return self.call_sites[0] if self.call_sites else None
+
+
+class _Globals(dict):
+    """Another module's globals read from a function of it (``definitions.get``)."""
+
+    def __init__(self, model: Any, scope: ModuleScope) -> None:
+        super().__init__()
+        self.model = model
+        self.scope = scope
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        v = self.model.module_name(self.scope, key)
+        return v if v is not None else default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.scope.definitions[key] = value
+
+    def pop(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self.scope.definitions.pop(key, default)
+
+
+def _all_names(module: Any) -> Optional[List[str]]:
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name) \
+                        and small.targets[0].target.value == "__all__" \
+                        and isinstance(small.value, (cst.List, cst.Tuple)):
+                    names = []
+                    for el in small.value.elements:
+                        if isinstance(el.value, cst.SimpleString) and isinstance(el.value.evaluated_value, str):
+                            names.append(el.value.evaluated_value)
+                    return names
+    return None
