@@ -359,3 +359,44 @@ def test_a_file_without_torch_tokens_that_imports_the_project_is_linted(tmp_path
     proj = write_tree(tmp_path / "p", {"pyproject.toml": "", "factory.py": FACTORY,
                                        "main.py": "from factory import make\n\nv = make()\nv.add_(1)\n"})
     assert found(check(proj, "--no-cache", "main.py")[1]) == [("main.py", 4, "GL101")]
+
+
+def test_module_level_values_of_another_module(tmp_path: Path):
+    """A module-level leaf tensor, model and optimizer of another module: known where they are
+    imported (in function bodies too) and in that module's own functions."""
+    proj = write_tree(tmp_path / "p", {
+        "pyproject.toml": "",
+        "models.py": MODELS,
+        "params.py": """\
+            import torch
+            from models import Net
+
+            W = torch.randn(3, requires_grad=True)
+            model = Net()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for _ in range(2):  # a top-level loop does not run in the model
+                W = W * 2
+
+
+            def shrink():
+                W.mul_(0.5)
+            """,
+        "train.py": """\
+            import torch
+            from params import W, model, opt, shrink
+
+
+            def main():
+                W.add_(1)
+                shrink()
+                for _ in range(3):
+                    loss = model(torch.ones(2, 3)).sum()
+                    loss.backward()
+                    opt.step()
+
+
+            main()
+            """,
+    })
+    items = check(proj, "--no-cache", "train.py")[1]
+    assert found(items) == [("params.py", 12, "GL101"), ("train.py", 6, "GL101"), ("train.py", 10, "GL601")]

@@ -11,8 +11,13 @@ caller's arguments, exactly as one of this file (``calls.py``), inside its own m
 its names and its imports of torch are its module's. Its classes join the file's classes (methods,
 bases, attributes bound in ``__init__`` and other methods, ``forward``).
 
-Not followed (unknown stays unknown): what a module binds at its top level other than functions,
-classes and imports (a module-level tensor, model or optimizer), names a module gets through
+A module's top-level assignments (``W = torch.randn(3, requires_grad=True)``, ``model = Net()``,
+``opt = SGD(model.parameters(), ...)``) are evaluated once, when a name they bind is first read,
+in order and with the rules muted (their findings are that module's own lint's): what they bind
+is known where the name is imported and in that module's functions.
+
+Not followed (unknown stays unknown): other top-level statements of an imported module (loops,
+``if`` blocks, calls made for their effect), names a module gets through
 ``globals()`` or ``sys.modules``, and modules outside the project (third-party, the standard
 library). Import cycles end in an unknown name, never a loop: a name being resolved reads as
 unknown inside its own resolution.
@@ -36,7 +41,8 @@ Pending = Tuple[str, int, Optional[str]]
 class ModuleScope:
     """One module's global names as the model knows them."""
 
-    __slots__ = ("src", "path", "imports", "definitions", "pending", "stars", "classes", "resolving", "root")
+    __slots__ = ("src", "path", "imports", "definitions", "pending", "stars", "classes", "resolving", "root",
+                 "assigned", "values", "top")
 
     def __init__(self, src: Any, root: bool = False) -> None:
         self.src = src  # gradlint.index.ModuleSource, or None for the linted file itself
@@ -48,11 +54,19 @@ class ModuleScope:
         self.classes: Dict[str, Any] = {}  # name -> ClassInfo of the classes it defines
         self.resolving: set = set()
         self.root = root
+        # names its top-level assignments bind (``W = torch.randn(3, requires_grad=True)``,
+        # ``model = Net()``), and what they hold once those statements were evaluated (``top``:
+        # None, "running" or "done"; see Walker._module_values)
+        self.assigned: set = set()
+        self.values: Dict[str, Value] = {}
+        self.top: Optional[str] = None
 
 
 class ImportMixin:
     # set by the engine through the walker: the index as the linted file sees it
     project: Any = None
+    # set by the walker: evaluates a module's top-level assignments (rules see nothing of it)
+    module_values: Any = None
 
     # ------------------------------------------------------------------ import statements
     def project_import(self, node: Any) -> None:
@@ -67,12 +81,12 @@ class ImportMixin:
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     v = self._namespace(scope, full, 0)
                     if v is not None:
-                        self.bind_key(alias.asname.name.value, v)
+                        self._bind_imported(alias.asname.name.value, v)
                 else:
                     top = full.split(".", 1)[0]
                     v = self._namespace(scope, top, 0)
                     if v is not None:
-                        self.bind_key(top, v)
+                        self._bind_imported(top, v)
             return
         level = len(node.relative)
         module = dotted(node.module) if node.module is not None else ""
@@ -80,13 +94,21 @@ class ImportMixin:
             src = self._module_source(scope, module or "", level)
             if src is not None:
                 for name, v in self._star_names(src).items():
-                    self.bind_key(name, v)
+                    self._bind_imported(name, v)
             return
         for alias in node.names:
             name = alias.evaluated_name
             v = self._from_import(scope, module or "", level, name)
             if v is not None:
-                self.bind_key(alias.evaluated_alias or name, v)
+                self._bind_imported(alias.evaluated_alias or name, v)
+
+    def _bind_imported(self, local: str, v: Value) -> None:
+        """An imported name: also known in the file's function bodies (as its functions and
+        classes are), whatever it holds (a module-level tensor, model or optimizer of the other
+        module)."""
+        self.bind_key(local, v)
+        if self.scope_kind == "module":
+            self.definitions[local] = v
 
     # ------------------------------------------------------------------ scopes
     def _module_source(self, scope: ModuleScope, module: str, level: int) -> Any:
@@ -139,10 +161,12 @@ class ImportMixin:
                             for alias in small.names:
                                 local = alias.evaluated_alias or alias.evaluated_name
                                 scope.pending.setdefault(local, (module or "", level, alias.evaluated_name))
-                    elif isinstance(small, (cst.Assign, cst.AnnAssign)):
-                        # `__all__ = [...]` is read by star imports; other top-level bindings
-                        # are not followed (see the module docstring)
-                        pass
+                    elif isinstance(small, cst.Assign):
+                        for t in small.targets:
+                            if isinstance(t.target, cst.Name):
+                                scope.assigned.add(t.target.value)
+                    elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and isinstance(small.target, cst.Name):
+                        scope.assigned.add(small.target.value)
             elif t is cst.If:
                 self._collect(scope, stmt.body.body)
                 orelse = stmt.orelse
@@ -166,6 +190,14 @@ class ImportMixin:
             v = self._foreign_class(scope, name)
             scope.definitions[name] = v
             return v
+        if name in scope.assigned and name not in scope.pending:
+            if scope.top is None and self.module_values is not None:
+                scope.top = "running"  # (a name read while they run is unknown)
+                try:
+                    scope.values.update(self.module_values(scope))
+                finally:
+                    scope.top = "done"
+            return scope.values.get(name)
         if name in scope.resolving:
             return None  # an import cycle
         scope.resolving.add(name)

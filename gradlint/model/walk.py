@@ -60,6 +60,7 @@ class Walker:
         self.errors: List[RuleError] = []
         self._eventful_cache: Optional[set] = None
         self._eventful_size = (0, 0)
+        self.muted = 0  # > 0: the rules see nothing (another module's top level being evaluated)
         self._binds_cache: Dict[int, bool] = {}
         self._special = {
             cst.Module: self._module,
@@ -91,6 +92,8 @@ class Walker:
             self.errors.append(RuleError(fn.__self__, exc))  # type: ignore[attr-defined]
 
     def _emit(self, event: str, args: Tuple[Any, ...]) -> None:
+        if self.muted:
+            return
         for fn in self.events.get(event, ()):
             self._call(fn, *args)
 
@@ -99,6 +102,7 @@ class Walker:
             self.model.default_dtype = None  # factories' dtype unknown
         self._definitions(module.body)
         self.model.walk_callee = self._walk_callee
+        self.model.module_values = self._module_values
         self.walk(module)
         self._emit("finish", ())
 
@@ -202,10 +206,41 @@ class Walker:
             return Value(CONST) if _falls_off(fn) else None
         return join_values(returned)
 
+    def _module_values(self, scope: Any) -> Dict[str, Value]:
+        """What another module's top-level assignments bind, evaluated in order in its scope
+        (only assignment lines: no loop, ``if`` or call statement of it runs), with the rules
+        muted and the training events it logs dropped."""
+        model = self.model
+        body = scope.src.module.body if scope.src is not None and scope.src.module is not None else ()
+        lines = [s for s in body if type(s) is cst.SimpleStatementLine
+                 and all(type(x) in (cst.Assign, cst.AnnAssign, cst.AugAssign) for x in s.body)]
+        if not lines:
+            return {}
+        saved = (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
+                 model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site,
+                 model.loops, model.inference, model.function_stack, model.returns, len(model.events))
+        scoped = model.enter_scope(scope)
+        model.env, model._memo, model._dotted_keys = {}, {}, 0
+        model.scope_kind = "function"  # names not bound here are its globals (imports.py)
+        model.grad_enabled, model.grad_assumed, model.grad_off_site = True, False, None
+        model.loop_depth, model.loops, model.inference = 0, [], False
+        model.function_stack, model.returns = [], []
+        self.muted += 1
+        try:
+            self._block(lines)
+            return {k: v for k, v in model.env.items() if "." not in k and "[" not in k}
+        finally:
+            self.muted -= 1
+            model.leave_scope(scoped)
+            (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
+             model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site,
+             model.loops, model.inference, model.function_stack, model.returns, n_events) = saved
+            del model.events[n_events:]
+
     def walk(self, node: cst.CSTNode) -> None:
         t = type(node)
         name = t.__name__
-        handlers = self.visit.get(name)
+        handlers = self.visit.get(name) if not self.muted else None
         if handlers:
             for h in handlers:
                 self._call(h, node)
@@ -214,7 +249,7 @@ class Walker:
             special(node)
         else:
             self.children(node)
-        handlers = self.leave.get(name)
+        handlers = self.leave.get(name) if not self.muted else None
         if handlers:
             for h in handlers:
                 self._call(h, node)
