@@ -288,6 +288,16 @@ def clean(cache_dir: str) -> Optional[Tuple[int, int]]:
 
 
 # ----------------------------------------------------------------------------- the code list
+def keep_code_table(cache_dir: Optional[str]) -> None:
+    """Keep the rule registry's light code list in ``cache_dir`` (None: not kept)."""
+    from gradlint.rule import use_code_table_store
+
+    if cache_dir is None:
+        use_code_table_store(None)
+    else:
+        use_code_table_store((lambda: load_code_table(cache_dir), lambda t: store_code_table(cache_dir, t)))
+
+
 def _code_table_path(cache_dir: str) -> str:
     """``<dir>/codes-<fingerprint>.json``: beside the entries, not among them."""
     return os.path.join(cache_dir, f"codes-{code_fingerprint()[:32]}.json")

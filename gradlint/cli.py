@@ -124,9 +124,9 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_fil
 
     program = _confirm_program(confirm, confirm_module, paths, apply_fixes or show_diff)
     _stop_on_sigterm()
-    from gradlint.rule import use_code_table_cache
+    from gradlint.cache import keep_code_table
 
-    use_code_table_cache(None if no_cache else _cache_dir(cache_dir))
+    keep_code_table(None if no_cache else _cache_dir(cache_dir))
     try:
         settings = load_settings(config_path)
         if _split(select) is not None:

@@ -86,7 +86,7 @@ def positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any,
         severity = Severity(sev) if sev else (extra.get("severity") or rule.severity)
         fix = extra.get("fix")
         if fix is not None and where is root:  # node-relative edits -> offsets into text
-            from gradlint.fix import resolve_fix
+            from gradlint.edits import resolve_fix
 
             fix = resolve_fix(fix, where.positions, text, module)
         else:

@@ -16,7 +16,7 @@ import os
 import pkgutil
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
 # Where each rule's documentation is published: one setting. The default points at the project's
 # repository; GRADLINT_DOCS_URL replaces it (a fork, an internal mirror): a URL with "{anchor}"
@@ -406,33 +406,32 @@ CODE_RE = re.compile(r"^GL\d{0,3}$|^ALL$")
 # the results cache, keyed by the fingerprint of gradlint's code; later runs read it from there and
 # import the rules only when a file must really be linted.
 _CODE_TABLE: Optional[Dict[str, bool]] = None  # code -> on by default
-_CODE_TABLE_DIR: Optional[str] = None
+# where the list is kept between runs: (load, store) given by the results cache
+# (``gradlint.cache.keep_code_table``); the registry itself knows nothing of the cache
+_CODE_TABLE_STORE: Optional[Tuple[Callable[[], Optional[Dict[str, bool]]], Callable[[Dict[str, bool]], None]]] = None
 
 
-def use_code_table_cache(cache_dir: Optional[str]) -> None:
-    """Where the light code list is kept (the results cache directory; None: not kept)."""
-    global _CODE_TABLE_DIR
-    _CODE_TABLE_DIR = cache_dir
+def use_code_table_store(store: Optional[Tuple[Callable[[], Optional[Dict[str, bool]]],
+                                               Callable[[Dict[str, bool]], None]]]) -> None:
+    """``(load, store)`` for the light code list, or None: not kept."""
+    global _CODE_TABLE_STORE
+    _CODE_TABLE_STORE = store
 
 
 def code_table() -> Dict[str, bool]:
     """code -> on by default, for every rule: from the loaded registry, else from the list an
-    earlier run with the same code wrote into the cache, else from the registry (then written)."""
+    earlier run with the same code kept, else from the registry (then kept)."""
     global _CODE_TABLE
     if _CODE_TABLE is not None:
         return _CODE_TABLE
-    if _REGISTRY is None and _CODE_TABLE_DIR is not None:
-        from gradlint import cache
-
-        table = cache.load_code_table(_CODE_TABLE_DIR)
+    if _REGISTRY is None and _CODE_TABLE_STORE is not None:
+        table = _CODE_TABLE_STORE[0]()
         if table is not None:
             _CODE_TABLE = table
             return table
     _CODE_TABLE = {c: bool(r.default_enabled) for c, r in registry().items()}
-    if _CODE_TABLE_DIR is not None:
-        from gradlint import cache
-
-        cache.store_code_table(_CODE_TABLE_DIR, _CODE_TABLE)
+    if _CODE_TABLE_STORE is not None:
+        _CODE_TABLE_STORE[1](_CODE_TABLE)
     return _CODE_TABLE
 
 

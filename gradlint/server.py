@@ -52,7 +52,7 @@ from pygls.uris import to_fs_path
 from gradlint import __version__
 from gradlint.config import ConfigError, Settings, find_config, load_settings
 from gradlint.engine import Options, _finding, lint_text
-from gradlint.fix import position_of
+from gradlint.edits import position_of
 from gradlint.rule import Finding, InternalErrorRule, Severity, registry
 from gradlint.suppress import NOQA_RE, is_skipped
 

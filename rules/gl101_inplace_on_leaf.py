@@ -132,7 +132,7 @@ class InplaceOnLeaf(Rule):
 # ---------------------------------------------------------------------------- the fix
 def _no_grad_fix(model, node: cst.CSTNode):
     """`w -= lr * w.grad` alone on its line -> the same under `with torch.no_grad():`."""
-    from gradlint.fix import insert_before
+    from gradlint.edits import insert_before
 
     if not isinstance(node, cst.AugAssign) or not isinstance(node.target, cst.Name):
         return None

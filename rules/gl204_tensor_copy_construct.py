@@ -4,7 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradlint.fix import count_comments, replace
+from gradlint.edits import count_comments, replace
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])

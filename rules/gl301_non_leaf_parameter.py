@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from gradlint.fix import count_comments, insert_after, replace_span
+from gradlint.edits import count_comments, insert_after, replace_span
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])

@@ -5,7 +5,7 @@ from typing import Any, List, Optional, Tuple
 
 import libcst as cst
 
-from gradlint.fix import insert_after, insert_before, replace
+from gradlint.edits import insert_after, insert_before, replace
 from gradlint.model.names import dotted
 from gradlint.rule import Fix, Rule, Severity
 

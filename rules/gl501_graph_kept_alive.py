@@ -4,7 +4,7 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
-from gradlint.fix import replace
+from gradlint.edits import replace
 from gradlint.model.names import dotted, node_children, reads_key
 from gradlint.rule import Fix, Rule, Severity
 
