@@ -78,9 +78,7 @@ class Case:
         return self.name.split("_", 1)[0]
 
 
-def parse_case(path: str, kind: str) -> Case:
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
+def _read_header(lines: List[str]) -> Tuple[List[str], Dict[str, str]]:
     sources: List[str] = []
     fields: Dict[str, str] = {}
     for line in lines:
@@ -92,11 +90,11 @@ def parse_case(path: str, kind: str) -> Case:
                 sources.append(m.group(2))
             else:
                 fields[m.group(1)] = m.group(2)
-    case = Case(path, kind, sources, fields.get("Category", ""), "")
-    for i, line in enumerate(lines, 1):
-        m = _BUG.search(line)
-        if m:
-            case.bug_lines.append((i, m.group(1)))
+    return sources, fields
+
+
+def _fill(case: Case, fields: Dict[str, str]) -> None:
+    """The expectation from the header, and the checks every case, fixed twin and negative shares."""
     e = _EXPECT.match(fields.get("Expect", ""))
     if not e:
         case.problems.append(f"bad or missing '# Expect:' ({fields.get('Expect', '')!r})")
@@ -106,11 +104,11 @@ def parse_case(path: str, kind: str) -> Case:
         case.expect, case.text = "silent", e.group(5)
     else:
         case.expect = "ok"
-    if not sources:
+    if not case.sources:
         case.problems.append("no '# Source:' line")
     if not case.category:
         case.problems.append("no '# Category:' line")
-    if kind == "bug":
+    if case.kind == "bug":
         if not case.bug_lines:
             case.problems.append("no '# BUG:' marker")
         if case.expect == "ok":
@@ -120,6 +118,24 @@ def parse_case(path: str, kind: str) -> Case:
             case.problems.append("a fixed twin or negative carries a '# BUG:' marker")
         if case.expect != "ok":
             case.problems.append("a fixed twin or negative must expect 'ok'")
+
+
+def _bug_markers(lines: List[str]) -> List[Tuple[int, str]]:
+    out = []
+    for i, line in enumerate(lines, 1):
+        m = _BUG.search(line)
+        if m:
+            out.append((i, m.group(1)))
+    return out
+
+
+def parse_case(path: str, kind: str) -> Case:
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    sources, fields = _read_header(lines)
+    case = Case(path, kind, sources, fields.get("Category", ""), "")
+    case.bug_lines = _bug_markers(lines)
+    _fill(case, fields)
     return case
 
 
@@ -138,4 +154,107 @@ def load(only: Optional[List[str]] = None) -> List[Case]:
                 continue
             kind = "fixed" if default == "bug" and stem.endswith("_fixed") else default
             out.append(parse_case(os.path.join(folder, name), kind))
+    return out
+
+
+# ---------------------------------------------------------------------------- split cases
+SPLIT = os.path.join(os.path.dirname(HERE), "realbugs-split")
+
+
+@dataclasses.dataclass
+class SplitCase(Case):
+    """A case laid out over several files (``bench/realbugs-split/NNN_slug/``): ``path`` is the case
+    directory, ``entry`` the entry script relative to it (the ``CASE`` file), ``files`` every Python
+    file relative to it, ``bug_sites`` the ``# BUG`` markers as (absolute file, line, category),
+    ``original`` the single-file case in ``cases/`` it was split from."""
+
+    entry: str = ""
+    files: List[str] = dataclasses.field(default_factory=list)
+    bug_sites: List[Tuple[str, int, str]] = dataclasses.field(default_factory=list)
+    original: str = ""
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def layout(self) -> str:
+        """modules / package, plus re-export (an ``__init__.py`` that imports from a submodule) and
+        star (``import *``), read from the files."""
+        kinds = []
+        inits = [f for f in self.files if os.path.basename(f) == "__init__.py"]
+        kinds.append("package" if inits else "modules")
+        texts = {}
+        for f in self.files:
+            with open(os.path.join(self.path, f), encoding="utf-8") as fh:
+                texts[f] = fh.read()
+        if any(re.search(r"^from \.\S* import (?!\*)", texts[f], re.M) for f in inits):
+            kinds.append("re-export")
+        if any(re.search(r"^\s*from \S+ import \*", t, re.M) for t in texts.values()):
+            kinds.append("star")
+        return "+".join(kinds)
+
+
+def _py_files(top: str) -> List[str]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__pycache__")))
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                out.append(os.path.relpath(os.path.join(dirpath, name), top))
+    return sorted(out)
+
+
+def parse_split_case(directory: str, kind: str) -> SplitCase:
+    """The header comes from the entry script named in ``CASE``; the ``# BUG`` markers from every file."""
+    problems: List[str] = []
+    entry = ""
+    marker = os.path.join(directory, "CASE")
+    if os.path.exists(marker):
+        with open(marker, encoding="utf-8") as fh:
+            entry = fh.read().strip()
+    if not entry:
+        problems.append("no CASE file naming the entry script")
+    elif os.path.basename(entry) not in ("train.py", "main.py"):
+        problems.append(f"the entry script must be train.py or main.py, not {entry}")
+    files = _py_files(directory)
+    lines: List[str] = []
+    if entry in files:
+        with open(os.path.join(directory, entry), encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    elif entry:
+        problems.append(f"the entry script {entry} does not exist")
+    sources, fields = _read_header(lines)
+    original = os.path.join(CASES, os.path.basename(directory) + ".py")
+    case = SplitCase(directory, kind, sources, fields.get("Category", ""), "", entry=entry, files=files,
+                     original=original)
+    case.problems.extend(problems)
+    for f in files:
+        with open(os.path.join(directory, f), encoding="utf-8") as fh:
+            text = fh.read().splitlines()
+        if f != entry and any(_read_header(text)):
+            case.problems.append(f"{f}: only the entry script carries the header")
+        for line, category in _bug_markers(text):
+            case.bug_sites.append((os.path.join(directory, f), line, category))
+    case.bug_lines = [(line, category) for _, line, category in case.bug_sites]
+    if not os.path.exists(original):
+        case.problems.append(f"no single-file case {os.path.relpath(original, HERE)}")
+    if len(files) < 2:
+        case.problems.append("a split case has at least two Python files")
+    _fill(case, fields)
+    return case
+
+
+def load_split(only: Optional[List[str]] = None) -> List[SplitCase]:
+    """Every split case and its fixed twin (``bench/realbugs-split/``), sorted by directory name."""
+    out: List[SplitCase] = []
+    if not os.path.isdir(SPLIT):
+        return out
+    for name in sorted(os.listdir(SPLIT)):
+        full = os.path.join(SPLIT, name)
+        if not os.path.isdir(full) or not name[:3].isdigit():
+            continue
+        if only and not any(name.startswith(o) for o in only):
+            continue
+        out.append(parse_split_case(full, "fixed" if name.endswith("_fixed") else "bug"))
     return out

@@ -7,9 +7,13 @@
     python -m bench.realbugs --verify          # does every case behave as labelled on torch?
     python -m bench.realbugs --sources         # the source list
     python -m bench.realbugs --only 012 --only 040   # a subset (numbers or name prefixes)
+    python -m bench.realbugs --split           # the split cases (several files): single-file vs split
+    python -m bench.realbugs --split --verify  # does every split case behave as labelled on torch?
 
 A case is found when a finding lies within 2 lines of one of its ``# BUG`` lines; any finding
-in a fixed twin or a negative is a false positive (counted once per file).
+in a fixed twin or a negative is a false positive (counted once per file). For a split case the
+finding must be in the same file as the ``# BUG`` line; any finding in any file of a fixed twin is
+a false positive (counted once per twin).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import os
 import sys
 from typing import Dict, List, Sequence, Tuple
 
-from bench.realbugs import CATEGORIES, Case, load
+from bench.realbugs import CATEGORIES, Case, SplitCase, load, load_split
 from bench.realbugs import tools
 
 WINDOW = 2
@@ -92,6 +96,91 @@ def per_case(cases: Sequence[Case], results: Dict[str, tools.Findings]) -> str:
     return "\n".join(rows)
 
 
+def _report_verify(cases: Sequence[Case], jobs: int) -> int:
+    problems = tools.verify(cases, jobs)
+    bad = {p: v for p, v in problems.items() if v}
+    for c in cases:
+        status = "ok" if not problems[c.path] else "FAIL: " + "; ".join(problems[c.path])
+        print(f"{c.name}: {status}")
+    print(f"{len(cases) - len(bad)} behave as labelled, {len(bad)} do not.")
+    return 1 if bad else 0
+
+
+def found_split(case: SplitCase, hits: tools.Findings) -> bool:
+    """Found: a finding within 2 lines of a ``# BUG`` line in the same file."""
+    return any(abs(line - b) <= WINDOW for path, b, _ in case.bug_sites for line, _ in hits.get(path, []))
+
+
+def _fp_cell(case: SplitCase, hits: tools.Findings) -> str:
+    where = [f"{code}@{os.path.relpath(p, case.path)}:{ln}" for p, fs in sorted(hits.items()) for ln, code in fs]
+    return ("FP " + ",".join(where)) if where else "clean"
+
+
+def run_split(split: Sequence[SplitCase], jobs: int, show_cases: bool, json_out: str = "") -> int:
+    """Score gradlint static on the split cases and, side by side, on their single-file originals."""
+    originals = {c.path: c.original for c in split}
+    single_cases = [c for c in load() if c.path in set(originals.values())]
+    single = tools.gradlint_static(single_cases, jobs)
+    by_path = {c.path: c for c in single_cases}
+    split_hits = tools.gradlint_static_split(split, jobs)
+    if json_out:
+        with open(json_out, "w", encoding="utf-8") as fh:
+            json.dump({"single-file": {os.path.relpath(p, tools.REPO): v for p, v in single.items()},
+                       "split": {os.path.relpath(d, tools.REPO): {os.path.relpath(p, d): v for p, v in r.items()}
+                                 for d, r in split_hits.items()}}, fh, indent=1)
+    bugs = [c for c in split if c.kind == "bug"]
+    twins = [c for c in split if c.kind == "fixed"]
+    # per category: [cases, single found, split found, twins, single FP, split FP]
+    table: Dict[str, List[int]] = collections.defaultdict(lambda: [0] * 6)
+    rows = ["| split case | category | layout | files | single-file | split | fixed twin (single-file) | fixed twin (split) |",
+            "|---|---|---|---:|---|---|---|---|"]
+    twin_of = {c.name: c for c in twins}
+    for c in bugs:
+        orig = by_path.get(c.original)
+        s_found = bool(orig) and found(orig, single.get(c.original, []))
+        p_found = found_split(c, split_hits[c.path])
+        for key in (c.category, "total"):
+            table[key][0] += 1
+            table[key][1] += s_found
+            table[key][2] += p_found
+        t = twin_of.get(c.name + "_fixed")
+        t_single = t_split = "-"
+        if t is not None:
+            t_hits = single.get(t.original, [])
+            t_single = ("FP " + ",".join(f"{code}@{ln}" for ln, code in t_hits)) if t_hits else "clean"
+            t_split = _fp_cell(t, split_hits[t.path])
+            for key in (c.category, "total"):
+                table[key][3] += 1
+                table[key][4] += bool(t_hits)
+                table[key][5] += t_split != "clean"
+        rows.append(f"| {c.name} | {c.category} | {c.layout} | {len(c.files)} | "
+                    f"{'found' if s_found else 'miss'} | {'found' if p_found else 'miss'} | {t_single} | {t_split} |")
+    if show_cases:
+        print("\n".join(rows))
+        print()
+    print(f"Split real-bug benchmark, {datetime.date.today().isoformat()}: {len(bugs)} split cases "
+          f"({sum('package' in c.layout for c in bugs)} as packages), {len(twins)} fixed twins, "
+          f"{sum(len(c.files) for c in split)} files.")
+    print()
+    print("Recall of gradlint static on the single-file originals (cases/) and on the split layout "
+          "(a finding within 2 lines of a BUG line, same file), and false positives on the fixed twins:")
+    print()
+    print("| category | rule | cases | single-file found | split found | single-file FP on twins | split FP on twins |")
+    print("|---|---|---:|---|---|---|---|")
+    cats = sorted((k for k in table if k != "total"), key=lambda k: (CATEGORIES.get(k) is None,
+                                                                     CATEGORIES.get(k) or "", k))
+    for key in cats + ["total"]:
+        n, sf, pf, nt, sfp, pfp = table[key]
+        name = "**total**" if key == "total" else key
+        rule = CATEGORIES.get(key) or ("" if key == "total" else "none")
+        print(f"| {name} | {rule} | {n} | {_pct(sf, n)} | {_pct(pf, n)} | {sfp}/{nt} | {pfp}/{nt} |")
+    n, sf, pf, nt, sfp, pfp = table["total"]
+    print()
+    print(f"single-file found {sf}/{n}, split found {pf}/{n}, split FP on twins {pfp}/{nt} "
+          f"(single-file FP on twins {sfp}/{nt})")
+    return 0
+
+
 def main(argv: Sequence[str] = ()) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.realbugs", description=__doc__.split("\n")[0])
     ap.add_argument("--runtime", action="store_true", help="also score the runtime monitor (gradlint run)")
@@ -100,9 +189,23 @@ def main(argv: Sequence[str] = ()) -> int:
     ap.add_argument("--cases", action="store_true", help="print one row per case")
     ap.add_argument("--verify", action="store_true", help="run every case on torch and check its label")
     ap.add_argument("--sources", action="store_true", help="print the source list")
+    ap.add_argument("--split", action="store_true",
+                    help="the split cases (bench/realbugs-split/): score gradlint static on them next to their "
+                         "single-file originals, or with --verify run them on torch")
     ap.add_argument("--json", metavar="FILE", help="write the raw findings per tool to FILE")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(list(argv) or None)
+
+    if args.split:
+        if args.runtime or args.tool or args.sources:
+            ap.error("--split goes with --verify, --cases, --only, --json and -j only")
+        split = load_split(args.only or None)
+        if not split:
+            print("no split cases", file=sys.stderr)
+            return 2
+        if args.verify:
+            return _report_verify(split, args.jobs)
+        return run_split(split, args.jobs, args.cases, args.json or "")
 
     cases = load(args.only or None)
     if not cases:
@@ -116,13 +219,7 @@ def main(argv: Sequence[str] = ()) -> int:
                 print(f"| {c.name} | {c.category} | {what} | {' '.join(c.sources)} |")
         return 0
     if args.verify:
-        problems = tools.verify(cases, args.jobs)
-        bad = {p: v for p, v in problems.items() if v}
-        for c in cases:
-            status = "ok" if not problems[c.path] else "FAIL: " + "; ".join(problems[c.path])
-            print(f"{c.name}: {status}")
-        print(f"{len(cases) - len(bad)} behave as labelled, {len(bad)} do not.")
-        return 1 if bad else 0
+        return _report_verify(cases, args.jobs)
 
     results: Dict[str, tools.Findings] = {"static": tools.gradlint_static(cases, args.jobs)}
     if args.runtime:

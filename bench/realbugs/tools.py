@@ -14,26 +14,27 @@ import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from bench.realbugs import Case
+from bench.realbugs import Case, SplitCase
 
 Findings = Dict[str, List[Tuple[int, str]]]  # absolute path -> [(line, code)]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT = 60
 
 
-def _env() -> Dict[str, str]:
+def _env(repo_on_path: bool = True) -> Dict[str, str]:
     env = dict(os.environ)
-    # GRADLINT_SRC: score another checkout of gradlint (e.g. a worktree of an older commit)
-    env["PYTHONPATH"] = os.environ.get("GRADLINT_SRC", REPO) + os.pathsep + REPO + os.pathsep + env.get("PYTHONPATH", "")
+    if repo_on_path:
+        # GRADLINT_SRC: score another checkout of gradlint (e.g. a worktree of an older commit)
+        env["PYTHONPATH"] = os.environ.get("GRADLINT_SRC", REPO) + os.pathsep + REPO + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONWARNINGS"] = "default"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
-def _run(cmd: Sequence[str], cwd: str, timeout: int = TIMEOUT) -> Tuple[int, str, str]:
+def _run(cmd: Sequence[str], cwd: str, timeout: int = TIMEOUT, repo_on_path: bool = True) -> Tuple[int, str, str]:
     try:
-        p = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, cwd=cwd, env=_env(repo_on_path), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return -999, "", f"timed out after {timeout} s"
     return p.returncode, p.stdout, p.stderr
@@ -47,9 +48,30 @@ def _pool(fn, items, jobs: int):  # type: ignore[no-untyped-def]
 # ---------------------------------------------------------------------------- verify on torch
 def verify_one(case: Case) -> List[str]:
     """What is wrong with ``case`` on torch (empty when it behaves as labelled)."""
-    problems = list(case.problems)
+    if isinstance(case, SplitCase):
+        return verify_split_one(case)
     with tempfile.TemporaryDirectory() as tmp:
         rc, out, err = _run([sys.executable, case.path], tmp)
+    return judge(case, rc, out, err)
+
+
+def verify_split_one(case: SplitCase) -> List[str]:
+    """Run the entry script as a user would (``python train.py`` with the case directory as the
+    current directory, so Python puts it first on sys.path), in a copy of the directory so that
+    a case never writes into the repository; the repository is not on PYTHONPATH."""
+    if not case.entry or case.entry not in case.files:
+        return list(case.problems) or ["no entry script"]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = os.path.join(tmp, case.name)
+        shutil.copytree(case.path, work, ignore=shutil.ignore_patterns("__pycache__"))
+        rc, out, err = _run([sys.executable, os.path.basename(case.entry)],
+                            os.path.join(work, os.path.dirname(case.entry)), repo_on_path=False)
+    return judge(case, rc, out, err)
+
+
+def judge(case: Case, rc: int, out: str, err: str) -> List[str]:
+    """The problems of one run of ``case`` against its label (plus the problems of its files)."""
+    problems = list(case.problems)
     tail = err.strip().splitlines()[-1] if err.strip() else ""
     if rc == -999:
         return problems + [err]
@@ -86,6 +108,23 @@ def gradlint_static(cases: Sequence[Case], jobs: int) -> Findings:
         path = os.path.abspath(os.path.join(REPO, item["path"]))
         found.setdefault(path, []).append((item["line"], item["code"]))
     return found
+
+
+def gradlint_static_split(cases: Sequence[SplitCase], jobs: int) -> Dict[str, Findings]:
+    """``gradlint check . `` once per case directory, run from that directory (as a user checks a
+    project, and so that a project-aware gradlint can follow the imports): {case directory:
+    {absolute file: [(line, code)]}}, every Python file of the case present."""
+    def one(case: SplitCase) -> Findings:
+        rc, out, err = _run([sys.executable, "-m", "gradlint.cli", "check", "--format", "json", "--no-cache",
+                             "--exit-zero", "-j", "1", "."], case.path, timeout=300)
+        if rc != 0:
+            raise SystemExit(f"gradlint check failed in {case.name} ({rc}): {err.strip()[-500:]}")
+        found: Findings = {os.path.join(case.path, f): [] for f in case.files}
+        for item in json.loads(out):
+            path = os.path.normpath(os.path.join(case.path, item["path"]))
+            found.setdefault(path, []).append((item["line"], item["code"]))
+        return found
+    return dict(zip((c.path for c in cases), _pool(one, cases, jobs)))
 
 
 def gradlint_runtime(cases: Sequence[Case], jobs: int) -> Findings:

@@ -1,0 +1,6 @@
+"""Tensor helpers."""
+
+
+def func(t):
+    t_copy = t.clone()
+    return t_copy

@@ -1,0 +1,1 @@
+"""Custom operators and the model that uses them."""

@@ -1,0 +1,3 @@
+"""Problem sizes shared by the model and the training script."""
+
+N, D_in, H, D_out = 16, 20, 8, 4

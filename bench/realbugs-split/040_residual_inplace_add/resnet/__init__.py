@@ -1,0 +1,4 @@
+"""Residual network building blocks."""
+from .units import ResidualUnitA
+
+__all__ = ["ResidualUnitA"]

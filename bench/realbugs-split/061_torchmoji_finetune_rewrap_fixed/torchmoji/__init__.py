@@ -1,0 +1,1 @@
+"""torchMoji: a pretrained emoji-prediction model and its fine-tuning helpers."""

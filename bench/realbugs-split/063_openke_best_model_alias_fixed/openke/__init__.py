@@ -1,0 +1,1 @@
+"""A small knowledge-graph embedding toolkit."""

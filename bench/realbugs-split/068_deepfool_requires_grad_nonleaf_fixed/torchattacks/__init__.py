@@ -1,0 +1,3 @@
+"""Adversarial attacks."""
+from .attack import Attack
+from .deepfool import DeepFool

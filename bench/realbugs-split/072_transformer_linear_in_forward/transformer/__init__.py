@@ -1,0 +1,1 @@
+"""A small Transformer for a toy translation task."""

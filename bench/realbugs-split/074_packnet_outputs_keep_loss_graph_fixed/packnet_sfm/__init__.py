@@ -1,0 +1,1 @@
+"""Self-supervised monocular depth estimation."""

@@ -1,0 +1,1 @@
+"""Implicit image function models."""

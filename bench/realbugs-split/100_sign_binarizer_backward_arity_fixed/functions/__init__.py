@@ -1,0 +1,2 @@
+"""Custom autograd functions."""
+from .sign import Sign

@@ -1,0 +1,1 @@
+"""Multitask optimisation methods."""

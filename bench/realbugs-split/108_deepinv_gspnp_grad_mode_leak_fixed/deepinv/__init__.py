@@ -1,0 +1,2 @@
+"""Inverse problems with deep learning."""
+from . import models

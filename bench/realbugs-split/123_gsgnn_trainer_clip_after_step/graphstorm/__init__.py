@@ -1,0 +1,1 @@
+"""Graph machine learning at scale."""

@@ -1,0 +1,3 @@
+"""Piano transcription with onsets and frames."""
+from .transcriber import *
+from .utils import *

@@ -1,0 +1,2 @@
+"""Training and evaluation of the models."""
+from .trainer import Trainer, UnsupervisedTrainer
