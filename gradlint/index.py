@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -37,6 +38,9 @@ KNOWN_PACKAGES = frozenset({"torch", "numpy", "copy", "__future__"})
 # source in memory: 4 MiB of source is about 0.5-0.8 GiB of trees)
 CACHE_SOURCE_BYTES = 4 * 1024 * 1024
 MAX_FILE_BYTES = 1024 * 1024  # a larger module (generated code) is not followed
+_TOP_IMPORT = re.compile(r"^(?:from[ \t]+(\.*[\w.]*)[ \t]+import\b|import[ \t]+([\w.]+(?:[ \t]+as[ \t]+\w+)?"
+                         r"(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*))", re.M)
+_TOP_GRAD_SWITCH = re.compile(r"^[\w.]*set_grad_enabled\(", re.M)
 
 
 @dataclass
@@ -89,6 +93,7 @@ class ProjectIndex:
         self._parsed: "collections.OrderedDict[str, ModuleSource]" = collections.OrderedDict()
         self._bytes = 0
         self._exists: Dict[str, bool] = {}
+        self._tops: Dict[str, Tuple[List[Tuple[str, int]], bool, Optional[str]]] = {}
         self.parses = 0  # how many parses the cache made (tests and bench read it)
 
     # ------------------------------------------------------------------ resolution
@@ -228,8 +233,30 @@ class ProjectIndex:
         self._exists.clear()
 
     def refresh(self) -> None:
-        """Forget which files exist (a long-lived process: the language server)."""
+        """Forget which files exist and what they import (a long-lived process: the language
+        server)."""
         self._exists.clear()
+        self._tops.clear()
+
+    def import_time(self, path: str) -> Tuple[List[Tuple[str, int]], bool, Optional[str]]:
+        """What running ``path``'s top level does at import, read from its text without a
+        parse: the modules its column-0 import statements name (``(module, level)``), whether a
+        column-0 statement switches grad mode (``...set_grad_enabled(``), and its digest."""
+        hit = self._tops.get(path)
+        if hit is None:
+            text = self.text_of(path) if path.endswith(".py") else None
+            if text is None:
+                hit = ([], False, None)
+            else:
+                names = []
+                for m in _TOP_IMPORT.finditer(text):
+                    name = m.group(1) if m.group(1) is not None else m.group(2)
+                    for part in ([name] if m.group(1) is not None else [n.strip().split(" ")[0] for n in name.split(",")]):
+                        level = len(part) - len(part.lstrip("."))
+                        names.append((part[level:], level))
+                hit = (names, _TOP_GRAD_SWITCH.search(text) is not None, digest_of(text))
+            self._tops[path] = hit
+        return hit
 
     def current_digest(self, path: str) -> Optional[str]:
         """The digest of ``path``'s text now (the cache checks its dependencies with it)."""
@@ -260,6 +287,37 @@ class ProjectView:
         if src is not None and src.path != self.path:
             self.used[src.path] = src.digest
         return src
+
+    def import_time_switches(self, importer: str, name: str, level: int, seen: set) -> List[ModuleSource]:
+        """The modules of the project that importing ``name`` runs (the module, the packages
+        above it, and what their top levels import, transitively; each once per ``seen``) whose
+        top level switches grad mode, in the order Python runs them. Every module met is a
+        dependency of the file's result."""
+        out: List[ModuleSource] = []
+        todo: List[Tuple[str, str, int]] = []
+        parts = name.split(".") if name else []
+        if level == 0 and parts:
+            todo = [(importer, ".".join(parts[:i]), 0) for i in range(1, len(parts) + 1)]
+        else:
+            todo = [(importer, name, level)]
+        self._closure(todo, seen, out)
+        return out
+
+    def _closure(self, todo: List[Tuple[str, str, int]], seen: set, out: List[ModuleSource]) -> None:
+        for importer, name, level in todo:
+            found = self.index.resolve(importer, name, level)
+            if found is None or os.path.isdir(found[0]) or found[0] in seen:
+                continue
+            path = found[0]
+            seen.add(path)
+            names, switches, digest = self.index.import_time(path)
+            if digest is not None and path != self.path:
+                self.used.setdefault(path, digest)
+            self._closure([(path, n, lv) for n, lv in names], seen, out)
+            if switches:
+                src = self.index.load(path, found[1])
+                if src is not None:
+                    out.append(src)
 
     def submodule(self, package: ModuleSource, name: str) -> Optional[ModuleSource]:
         """``package.name`` as a module (``from pkg import models``)."""

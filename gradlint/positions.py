@@ -102,7 +102,7 @@ def positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any,
         if where is not root and via is not None:
             r = root.positions.get(via)
             if r is not None:
-                note += f" (reached through the call at {display}:{r.start.line})"
+                note += f" (reached from {display}:{r.start.line})"
         out.append(
             Finding(
                 path=where.display,

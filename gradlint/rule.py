@@ -172,7 +172,7 @@ class Rule:
                     "related": tuple(related),
                     "note": note,
                     # in another module's code reached from this file: the call in this file
-                    "via": self.model.root_call_site() if self.model is not None else None,
+                    "via": where[3] if len(where) > 3 else (self.model.root_call_site() if self.model is not None else None),
                 },
             )
         )

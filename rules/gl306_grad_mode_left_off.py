@@ -102,7 +102,8 @@ class GradModeLeftOff(Rule):
     def __init__(self, model: Any, sink: Any) -> None:
         super().__init__(model, sink)
         self._module: Optional[cst.Module] = None
-        self._calls: Optional[Dict[int, Tuple[int, Any, Optional[bool]]]] = None
+        # per module (the linted file's, an imported one's): its set_grad_enabled statements
+        self._calls: Dict[int, Dict[int, Tuple[int, Any, Optional[bool]]]] = {}
         self._withs: List[Tuple[int, int]] = []  # (id of a grad-mode `with`, function depth)
         self._ifs: List[Tuple[cst.If, int]] = []  # enclosing `if` statements, function depth
         self._leaks: List[_Leak] = []
@@ -201,22 +202,22 @@ class GradModeLeftOff(Rule):
     def _restored_later(self, node: cst.Expr) -> bool:
         """Is there a ``torch.set_grad_enabled(<not False>)`` statement after ``node`` in the
         same function (or at module level after it, for a module-level one)?"""
-        if self._calls is None:
-            self._calls = self._collect()
-        me = self._calls.get(id(node))
+        module = self.model.current_module()  # the linted file's, or an imported module's
+        calls = self._calls.get(id(module)) if module is not None else None
+        if calls is None and module is not None:
+            calls = self._calls[id(module)] = self._collect(module)
+        me = calls.get(id(node)) if calls is not None else None
         if me is None:
             return True  # not found: do not guess
         index, scope, _ = me
-        return any(s is scope and i > index and f is not False for i, s, f in self._calls.values())
+        return any(s is scope and i > index and f is not False for i, s, f in calls.values())
 
-    def _collect(self) -> Dict[int, Tuple[int, Any, Optional[bool]]]:
-        """Every statement-form ``set_grad_enabled(...)`` of the file: its order in the source,
+    def _collect(self, module: Any) -> Dict[int, Tuple[int, Any, Optional[bool]]]:
+        """Every statement-form ``set_grad_enabled(...)`` of ``module``: its order in the source,
         the innermost function around it (None at module level), its flag."""
         out: Dict[int, Tuple[int, Any, Optional[bool]]] = {}
-        if self._module is None:
-            return out
         count = 0
-        stack: List[Tuple[Any, Any]] = [(self._module, None)]
+        stack: List[Tuple[Any, Any]] = [(module, None)]
         while stack:
             n, scope = stack.pop()
             count += 1

@@ -117,7 +117,7 @@ def test_findings_across_files(project: Path):
     rc, items = check(project, "--no-cache", ".")
     assert rc == 1 and found(items) == EXPECTED
     (gl101,) = [i for i in items if i["path"].endswith("helpers.py")]
-    assert "reached through the call at train.py:19" in gl101["message"]
+    assert "reached from train.py:19" in gl101["message"]
     assert not gl101["fixable"]
 
 
@@ -400,3 +400,28 @@ def test_module_level_values_of_another_module(tmp_path: Path):
     })
     items = check(proj, "--no-cache", "train.py")[1]
     assert found(items) == [("params.py", 12, "GL101"), ("train.py", 6, "GL101"), ("train.py", 10, "GL601")]
+
+
+def test_grad_mode_switched_off_by_an_import(tmp_path: Path):
+    """A library module that calls torch.set_grad_enabled(False) at its top level switches
+    autograd off in every program that imports it (also through a package's __init__.py): GL306
+    at that statement, in the library's file, naming the import."""
+    lib = {
+        "pyproject.toml": "",
+        "lib/__init__.py": "from .trainer import fit\n",
+        "lib/trainer.py": "import torch\n\ntorch.set_grad_enabled(False)\n\n\ndef fit(model):\n    return model\n",
+    }
+    script = ("import torch\nfrom lib import fit\n\nw = torch.ones(3, requires_grad=True)\n"
+              "loss = (w * 2).sum()\nloss.backward()\n")
+    proj = write_tree(tmp_path / "p", dict(lib, **{"main.py": script}))
+    items = check(proj, "--no-cache", "main.py")[1]
+    assert ("lib/trainer.py", 3, "GL306") in found(items)
+    (gl306,) = [i for i in items if i["code"] == "GL306"]
+    assert "reached from main.py:2" in gl306["message"]
+    # restored at its top level, or no backward after the import: nothing
+    restored = dict(lib, **{"lib/trainer.py": lib["lib/trainer.py"] + "torch.set_grad_enabled(True)\n",
+                            "main.py": script})
+    proj2 = write_tree(tmp_path / "p2", restored)
+    assert [c for _, _, c in found(check(proj2, "--no-cache", "main.py")[1])] == []
+    proj3 = write_tree(tmp_path / "p3", dict(lib, **{"main.py": "import torch\nfrom lib import fit\n\nprint(fit(1))\n"}))
+    assert found(check(proj3, "--no-cache", "main.py")[1]) == []

@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from gradlint.model import torchapi as api
 from gradlint.model.names import ImportMap, dotted
 from gradlint.model.values import CLASS, FUNCTION, NAMESPACE, UNKNOWN_VALUE, Value
 
@@ -67,6 +68,8 @@ class ImportMixin:
     project: Any = None
     # set by the walker: evaluates a module's top-level assignments (rules see nothing of it)
     module_values: Any = None
+    root_module: Any = None  # the linted file's libcst module (set by the walker)
+    walk_statement: Any = None  # set by the walker: walks one statement (rules see it)
 
     # ------------------------------------------------------------------ import statements
     def project_import(self, node: Any) -> None:
@@ -78,6 +81,7 @@ class ImportMixin:
         if isinstance(node, cst.Import):
             for alias in node.names:
                 full = dotted(alias.name) or ""
+                self._import_time(full, 0, node)
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     v = self._namespace(scope, full, 0)
                     if v is not None:
@@ -90,6 +94,7 @@ class ImportMixin:
             return
         level = len(node.relative)
         module = dotted(node.module) if node.module is not None else ""
+        self._import_time(module or "", level, node)
         if isinstance(node.names, cst.ImportStar):
             src = self._module_source(scope, module or "", level)
             if src is not None:
@@ -101,6 +106,27 @@ class ImportMixin:
             v = self._from_import(scope, module or "", level, name)
             if v is not None:
                 self._bind_imported(alias.evaluated_alias or name, v)
+
+    def _import_time(self, module: str, level: int, node: Any) -> None:
+        """Importing a module runs its top level (and its packages', and what they import):
+        a top-level ``torch.set_grad_enabled(False)`` there switches grad mode off in the
+        importer from the import on. Those statements are walked here, at the import, in their
+        module's scope (rules see them: GL306 reports such a switch in its module's file)."""
+        if not self.scope.root or self.function_stack or self.walk_statement is None:
+            return
+        for src in self.project.import_time_switches(self.project.path, module, level, self.imported):
+            scope = self.scope_of(src)
+            for stmt in src.module.body:
+                if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
+                        and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call):
+                    saved = self.enter_scope(scope)
+                    self.call_sites.append(node)  # findings there name the import
+                    try:
+                        if self.qualname(stmt.body[0].value.func) in api.SET_GRAD:
+                            self.walk_statement(stmt)
+                    finally:
+                        self.call_sites.pop()
+                        self.leave_scope(saved)
 
     def _bind_imported(self, local: str, v: Value) -> None:
         """An imported name: also known in the file's function bodies (as its functions and
@@ -288,6 +314,12 @@ class ImportMixin:
 
     def leave_scope(self, saved: Any) -> None:
         self.scope, self.imports, self.definitions = saved
+
+    def current_module(self) -> Any:
+        """The libcst module whose code the walk is in now: the linted file's, or another
+        module's of the project (a rule that scans "the file" around a node scans this one)."""
+        src = self.scope.src
+        return src.module if src is not None else self.root_module
 
     def scope_for(self, fn: Any) -> ModuleScope:
         return self.fn_scope.get(id(fn), self.root_scope)

@@ -169,6 +169,7 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.fn_scope: Dict[int, ModuleScope] = {}
         self.foreign_functions: List[Any] = []
         self.call_sites: List[Any] = []
+        self.imported: set = set()  # modules whose import-time effects were applied (imports.py)
 
     # ------------------------------------------------------------------ queries for rules
     def grad_lost_site(self) -> Any:

@@ -103,6 +103,8 @@ class Walker:
         self._definitions(module.body)
         self.model.walk_callee = self._walk_callee
         self.model.module_values = self._module_values
+        self.model.root_module = module
+        self.model.walk_statement = self._walk_statement
         self.walk(module)
         self._emit("finish", ())
 
@@ -205,6 +207,17 @@ class Walker:
         if not returned:
             return Value(CONST) if _falls_off(fn) else None
         return join_values(returned)
+
+    def _walk_statement(self, stmt: Any) -> None:
+        """One statement of another module, run here (an import's effect on grad mode)."""
+        model = self.model
+        prev = model.current_statement
+        model.current_statement = stmt
+        model.tick += 1
+        try:
+            self.walk(stmt)
+        finally:
+            model.current_statement = prev
 
     def _module_values(self, scope: Any) -> Dict[str, Value]:
         """What another module's top-level assignments bind, evaluated in order in its scope
