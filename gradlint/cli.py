@@ -126,7 +126,8 @@ def check(paths: Tuple[str, ...], select, ignore, extend_select, fmt, output_fil
     _stop_on_sigterm()
     from gradlint.cache import keep_code_table
 
-    keep_code_table(None if no_cache else _cache_dir(cache_dir))
+    # (source read from stdin is never cached, and makes no cache directory)
+    keep_code_table(None if no_cache or "-" in paths else _cache_dir(cache_dir))
     try:
         settings = load_settings(config_path)
         if _split(select) is not None:

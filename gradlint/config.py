@@ -103,7 +103,7 @@ class Settings:
 def _inside(path: str, root: Path) -> Optional[str]:
     try:
         return Path(path).resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return None
 
 
@@ -121,7 +121,7 @@ def _relative(path: str, root: Path) -> str:
     p = Path(path)
     try:
         p = p.resolve().relative_to(root.resolve())
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         pass
     return p.as_posix()
 
@@ -162,7 +162,10 @@ def find_config(start: Path) -> Optional[Path]:
             try:
                 raw = p.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
-                continue
+                # a pyproject.toml that cannot be read or is not UTF-8 (TOML's encoding) may hold
+                # our settings: an error (load_settings reports it in one line), never silently
+                # the defaults
+                return p
             try:
                 data = tomllib.loads(raw)
             except tomllib.TOMLDecodeError:

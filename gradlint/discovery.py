@@ -59,7 +59,7 @@ def _in_excluded_dir(path: str, settings: Settings) -> bool:
     the project happens to be checked out) never count."""
     try:
         rel = Path(path).resolve().relative_to(settings.root.resolve())
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return False
     d = settings.root.resolve()
     for part in rel.parts[:-1]:

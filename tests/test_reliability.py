@@ -405,3 +405,38 @@ def test_the_docs_url_is_one_setting(tmp_path):
                            str(tmp_path / "cache"), "bad.py"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60, env={k: v for k, v in os.environ.items() if k != "GRADLINT_DOCS_URL"})
     assert "docs.example.org" not in proc.stdout  # the cached result is not reused for another base
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symlinks")
+def test_a_symlink_loop_in_a_walk_is_one_gl000_and_the_run_goes_on(tmp_path):
+    """A real symlink loop met while walking a directory (``bad.py -> bad.py``, and two folders
+    pointing at each other): one GL000 for that path; the other files are linted."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "ok.py").write_text("import torch\nw = torch.ones(3, requires_grad=True)\nw.add_(1)\n")
+    os.symlink("bad.py", proj / "bad.py")
+    os.symlink("d2", proj / "d1")
+    os.symlink("d1", proj / "d2")
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", "."], cwd=proj,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    lines = sorted(proc.stdout.splitlines()[:-1])
+    assert len(lines) == 2 and lines[0].startswith("bad.py:1:1: GL000 cannot read file") and \
+        lines[1].startswith("ok.py:3:1: GL101"), proc.stdout + proc.stderr
+
+
+def test_a_pyproject_that_is_not_utf8_is_a_one_line_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b'[tool.gradlint]\nselect = ["GL1\xff"]\n')
+    (tmp_path / "a.py").write_text("import torch\n")
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", "a.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("gradlint: error: cannot read ") and "pyproject.toml" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_stdin_makes_no_cache_directory(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "check", "-"], cwd=tmp_path, input="import torch\n",
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -49,7 +49,13 @@ Tensor = torch.Tensor
 ARITY = "returned an incorrect number of gradients"
 _is_compiling = torch.compiler.is_dynamo_compiling
 
-_ORIG_APPLY = Function.__dict__["apply"]  # a classmethod
+# a classmethod (torch <= 2.14) or a classmethod_descriptor of the C base (2.15), which has no
+# ``__func__``: the original is called through the descriptor protocol, which both support
+_ORIG_APPLY = Function.__dict__["apply"]
+
+
+def _orig_apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
+    return _ORIG_APPLY.__get__(None, cls)(*args, **kwargs)
 _ORIG_BACKWARD = BackwardCFunction.__dict__["apply"]
 _ACTIVE: List["Functions"] = []  # the watchers of the active monitors, innermost last
 _no_torch_function = torch._C.DisableTorchFunction  # reading our own attributes bypasses the modes
@@ -195,7 +201,7 @@ def _describe(t: Any) -> str:
 def _apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
     w = _ACTIVE[-1] if _ACTIVE else None
     if w is None or _is_compiling() or _torch_own(cls):
-        return _ORIG_APPLY.__func__(cls, *args, **kwargs)
+        return _orig_apply(cls, *args, **kwargs)
     return w.forward_call(cls, args, kwargs)
 
 
@@ -241,7 +247,7 @@ class Functions(Watcher):
         except Exception:
             inputs = []
         if not inputs:
-            return _ORIG_APPLY.__func__(cls, *args, **kwargs)
+            return _orig_apply(cls, *args, **kwargs)
         writes: List[Tuple[int, str, bool, str, int]] = []
 
         def on_write(i: int, op: str, noop: bool, target: Tensor) -> None:
@@ -256,7 +262,7 @@ class Functions(Watcher):
         except Exception:
             rec = None
         try:
-            out = _ORIG_APPLY.__func__(cls, *args, **kwargs)
+            out = _orig_apply(cls, *args, **kwargs)
         finally:
             if rec is not None:
                 try:
