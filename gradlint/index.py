@@ -28,7 +28,7 @@ import collections
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
@@ -53,6 +53,9 @@ class ModuleSource:
     digest: str  # sha256 of its text (the cache's dependency record)
     module: Any  # the libcst tree
     is_package: bool  # an __init__.py
+    # facts the model computes about the tree's nodes once per process (called names of a
+    # function, whether it is a generator), keyed by node id: they live and die with the tree
+    memo: Dict[Any, Any] = field(default_factory=dict)
 
 
 def digest_of(text: str) -> str:
@@ -94,6 +97,7 @@ class ProjectIndex:
         self._bytes = 0
         self._exists: Dict[str, bool] = {}
         self._tops: Dict[str, Tuple[List[Tuple[str, int]], bool, Optional[str]]] = {}
+        self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, bool]]] = {}
         self.parses = 0  # how many parses the cache made (tests and bench read it)
 
     # ------------------------------------------------------------------ resolution
@@ -141,6 +145,13 @@ class ProjectIndex:
         """``(path, dotted name, is_package)`` of the module ``module`` (``a.b``; ``""`` with a
         ``level`` for ``from . import x``) as ``importer`` imports it; a namespace package's
         path is its folder. None when it is no module of the project."""
+        key = (os.path.dirname(os.path.abspath(importer)), module, level)
+        if key in self._resolved:
+            return self._resolved[key]
+        found = self._resolved[key] = self._resolve(importer, module, level)
+        return found
+
+    def _resolve(self, importer: str, module: str, level: int) -> Optional[Tuple[str, str, bool]]:
         parts = [p for p in module.split(".") if p] if module else []
         if level:
             base = os.path.dirname(os.path.abspath(importer))
@@ -230,13 +241,14 @@ class ProjectIndex:
         gone = self._parsed.pop(path, None)
         if gone is not None:
             self._bytes -= len(gone.text)
-        self._exists.clear()
+        self.refresh()
 
     def refresh(self) -> None:
         """Forget which files exist and what they import (a long-lived process: the language
         server)."""
         self._exists.clear()
         self._tops.clear()
+        self._resolved.clear()
 
     def import_time(self, path: str) -> Tuple[List[Tuple[str, int]], bool, Optional[str]]:
         """What running ``path``'s top level does at import, read from its text without a
@@ -328,9 +340,15 @@ class ProjectView:
 _INDEXES: Dict[str, ProjectIndex] = {}
 
 
+_ROOTS: Dict[str, str] = {}
+
+
 def index_for(path: str) -> ProjectIndex:
     """The process's index of the project ``path`` belongs to."""
-    root = find_root(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    root = _ROOTS.get(folder)
+    if root is None:
+        root = _ROOTS[folder] = find_root(path)
     found = _INDEXES.get(root)
     if found is None:
         found = _INDEXES[root] = ProjectIndex(root)

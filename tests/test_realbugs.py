@@ -73,7 +73,9 @@ def test_split_layouts_are_varied():
 def test_sources_list_is_current():
     import subprocess
 
-    out = subprocess.run([sys.executable, "-m", "bench.realbugs", "--sources"], cwd=REPO, capture_output=True,
-                         text=True, check=True).stdout
+    # (bench/ is no installed package: put the checkout on the path for it, after site-packages)
+    code = f"import sys, runpy; sys.path.append({REPO!r}); sys.argv = ['bench.realbugs', '--sources']; " \
+           "runpy.run_module('bench.realbugs', run_name='__main__')"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     with open(os.path.join(REPO, "bench", "realbugs", "SOURCES.md"), encoding="utf-8") as fh:
         assert out in fh.read(), "run: python -m bench.realbugs --sources (and update bench/realbugs/SOURCES.md)"

@@ -4,6 +4,7 @@ end to end, the pytest plugin, CUDA, and the monitor's hold on user tensors."""
 from __future__ import annotations
 
 import gc
+import os
 import importlib.metadata
 import json
 import re
@@ -447,9 +448,9 @@ def _line_of(text: str, marker: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if marker in line)
 
 
-def _gradlint(*args, cwd):
+def _gradlint(*args, cwd, env=None):
     return subprocess.run([sys.executable, "-m", "gradlint", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=env)
 
 
 def test_run_script_end_to_end(tmp_path):
@@ -515,8 +516,12 @@ def test_run_module(tmp_path):
         "y = (x * 2).sum()\n"
         "y.detach().backward()\n"
     )
-    plain = subprocess.run([sys.executable, "-m", "pkg.main", "a"], cwd=tmp_path, capture_output=True, text=True)
-    got = _gradlint("run", "-m", "pkg.main", "a", cwd=tmp_path)
+    # as `python -m` puts the current folder on sys.path (not under PYTHONSAFEPATH, which CI sets
+    # for its own processes)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
+    plain = subprocess.run([sys.executable, "-m", "pkg.main", "a"], cwd=tmp_path, capture_output=True, text=True,
+                           env=env)
+    got = _gradlint("run", "-m", "pkg.main", "a", cwd=tmp_path, env=env)
     assert (got.returncode, got.stdout) == (plain.returncode, plain.stdout) == (1, "['a'] __main__ True\n")
     assert re.search(r"pkg[/\\]main\.py:5:1: GL305 ", got.stderr), got.stderr
 

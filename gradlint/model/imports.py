@@ -279,7 +279,11 @@ class ImportMixin:
         """What ``from module import *`` binds: the names of ``__all__`` when the module sets
         one (a literal list or tuple), else its public top-level definitions and imports."""
         scope = self.scope_of(src)
-        public = _all_names(src.module) if src.module is not None else None
+        public = None
+        if src.module is not None:
+            public = src.memo.get("__all__", False)
+            if public is False:
+                public = src.memo["__all__"] = _all_names(src.module)
         if public is None:
             public = [n for n in list(scope.definitions) + list(scope.classes) + list(scope.pending)
                       if not n.startswith("_")]

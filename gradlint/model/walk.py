@@ -60,6 +60,7 @@ class Walker:
         self.errors: List[RuleError] = []
         self._eventful_cache: Optional[set] = None
         self._eventful_size = (0, 0)
+        self._called_memo: Dict[Any, Any] = {}
         self.muted = 0  # > 0: the rules see nothing (another module's top level being evaluated)
         self._binds_cache: Dict[int, bool] = {}
         self._special = {
@@ -144,7 +145,7 @@ class Walker:
         loop)."""
         model = self.model
         if (fn in model.inline_stack or fn in model.function_stack or len(model.inline_stack) >= INLINE_DEPTH
-                or model.inline_budget <= 0 or _is_generator(fn)):
+                or model.inline_budget <= 0 or self._is_generator(fn)):
             return None
         if not self._worth_walking(fn, args, receiver):
             return None
@@ -428,6 +429,17 @@ class Walker:
             return True  # `self.build()`: its effects on the object
         return fn.name.value in self._eventful_names()
 
+    def _memo_for(self, fn: Any) -> Dict[Any, Any]:
+        scope = self.model.fn_scope.get(id(fn))
+        return scope.src.memo if scope is not None and scope.src is not None else self._called_memo
+
+    def _is_generator(self, fn: Any) -> bool:
+        memo = self._memo_for(fn)
+        hit = memo.get(("generator", id(fn)))
+        if hit is None:
+            hit = memo[("generator", id(fn))] = _is_generator(fn)
+        return hit
+
     def _eventful_names(self) -> set:
         """Names of the file's functions and methods that hold training events, directly or
         through a function of the file they call (computed once, over the definitions)."""
@@ -439,9 +451,15 @@ class Walker:
         self._eventful_size = size
         fns = list(model.functions.values()) + model.foreign_functions \
             + [m for c in model.classes.values() for m in c.methods.values()]
-        calls = {}
+        calls: Dict[str, set] = {}
         for fn in fns:
-            calls.setdefault(fn.name.value, set()).update(called_names(fn.body))
+            # each function's called names: once per file for its own, once per process for
+            # another module's (kept with its tree)
+            memo = self._memo_for(fn)
+            names = memo.get(("called", id(fn)))
+            if names is None:
+                names = memo[("called", id(fn))] = called_names(fn.body)
+            calls.setdefault(fn.name.value, set()).update(names)
         eventful = {name for name, called in calls.items() if called & _EVENT_CALLS}
         changed = True
         while changed:
