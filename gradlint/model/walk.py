@@ -1,5 +1,5 @@
 """The single traversal: walks the libcst tree once, drives the model, and hands each node to
-the rules that asked for its type.
+the rules that asked for its type (how calls are walked: ``walk_calls.py``).
 
 This is the only place that walks the tree. It reads each node type's child fields once
 (skipping whitespace and punctuation) instead of going through libcst's visitor machinery,
@@ -13,13 +13,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import called_names, child_fields as _fields, dotted, is_node as _is_node, node_children
-from gradlint.model.calls import INLINE_DEPTH
+from gradlint.model.names import child_fields as _fields, dotted, is_node as _is_node, node_children
 from gradlint.model.env import FREED
-from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
+from gradlint.model.objects import harvest as _harvest
 from gradlint.model.state import Model, element_of
+from gradlint.model.walk_calls import CallWalker
 from gradlint.model.syntax import const_bool
-from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, join_values
+from gradlint.model.values import CLASS, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN_VALUE, Value, join_values
 
 
 # Decorators known not to change grad mode.
@@ -28,8 +28,6 @@ _NEUTRAL_DECORATORS = frozenset(
     "overload override contextmanager setter getter deleter dataclass".split()
 )
 _FUNCTION_BASES = ("Function", "InplaceFunction")
-# calls that make a function worth walking at each call site even with unknown arguments
-_EVENT_CALLS = frozenset({"backward", "zero_grad", "clip_grad_norm_", "clip_grad_value_", "set_grad_enabled"})
 _AUTOGRAD_FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
 
 
@@ -40,7 +38,7 @@ class RuleError(Exception):
         self.exc = exc
 
 
-class Walker:
+class Walker(CallWalker):
     def __init__(self, rules: List[Any], project: Any = None) -> None:
         self.model = Model(self._emit)
         self.model.project = project  # gradlint.index.ProjectView: the file's project, or None
@@ -110,147 +108,6 @@ class Walker:
         self._emit("finish", ())
 
     # ------------------------------------------------------------------ calls of this file
-    def _definitions(self, body: Any, cls: Optional[cst.ClassDef] = None) -> None:
-        """The pass over the file's definitions before the walk: functions, classes (their
-        methods and base names) at module level, in ``if``/``try`` blocks, and nested classes,
-        so that a call can reach a function or method defined later in the file."""
-        model = self.model
-        for stmt in body:
-            t = type(stmt)
-            if t is cst.FunctionDef:
-                if cls is None:
-                    model.functions.setdefault(stmt.name.value, stmt)
-                else:
-                    model.classes[cls.name.value].methods.setdefault(stmt.name.value, stmt)
-                    model.method_class[id(stmt)] = cls
-            elif t is cst.ClassDef:
-                bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in stmt.bases if b.keyword is None]
-                model.classes.setdefault(stmt.name.value, ClassInfo(stmt, bases))
-                self._definitions(stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else (), stmt)
-            elif t is cst.If and cls is None:
-                self._definitions(stmt.body.body, None)
-                orelse = stmt.orelse
-                while orelse is not None:
-                    self._definitions(orelse.body.body, None)
-                    orelse = orelse.orelse if isinstance(orelse, cst.If) else None
-            elif t in (cst.Try, cst.With) and cls is None:
-                self._definitions(stmt.body.body, None)
-
-    def _walk_callee(self, fn: cst.FunctionDef, call: cst.Call, args: List[Value], receiver: Optional[Value],
-                     receiver_key: Optional[str]) -> Optional[Value]:
-        """Walk ``fn``'s body at this call with the call's arguments (rules see its statements
-        with these values): returns what it returns, and applies its effects here: attributes
-        it binds on the receiver (``self.hidden = out``), graphs its ``backward()`` frees, and its
-        training events (logged as it runs, so a loop that calls ``train_step()`` is a training
-        loop)."""
-        model = self.model
-        if (fn in model.inline_stack or fn in model.function_stack or len(model.inline_stack) >= INLINE_DEPTH
-                or model.inline_budget <= 0 or self._is_generator(fn)):
-            return None
-        if not self._worth_walking(fn, args, receiver):
-            return None
-        keys: Dict[str, Optional[str]] = {}
-        env = model.call_env(fn, call, args, receiver, keys)
-        if env is None:
-            return None
-        receiver_state(model.env, env, receiver, receiver_key, fn)
-        model.inline_budget -= 1
-        mode, assumed = self._function_grad_mode(fn)
-        off_site = model.grad_off_site
-        if assumed:
-            mode, assumed = model.grad_enabled, model.grad_assumed
-            if mode is False and off_site is None:
-                off_site = model.current_statement  # the call made with grad off
-        else:
-            off_site = None  # the function sets its own mode
-        freed = model.env.get(FREED)
-        if freed is not None:
-            env[FREED] = freed
-        me = fn.params.params[0].name.value if receiver_key is not None and fn.params.params else None
-        model.argument_state(dict(keys, **{me: receiver_key}) if me is not None else keys, env)
-        saved = (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
-                 model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site)
-        model.grad_off_site = off_site
-        model.restore(env)
-        model._memo = {}
-        model.scope_kind = "function"
-        model.grad_enabled, model.grad_assumed = mode, assumed
-        model.inline_stack.append(fn)
-        model.function_stack.append(fn)
-        model.returns.append([])
-        model.frame_count += 1
-        model.frames.append(model.frame_count)
-        pushed = model.enter_class_of(fn)
-        try:
-            self._block(fn.body)
-            end = model.env
-        finally:
-            model.frames.pop()
-            model.leave_class_of(pushed)
-            returned = model.returns.pop()
-            model.function_stack.pop()
-            model.inline_stack.pop()
-            (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
-             model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site) = saved
-        cls = model.method_class.get(id(fn))
-        if cls is not None and cls.name.value not in model.walked_classes:
-            # a method of a class further down the file: what it binds on self is known
-            _harvest(fn, end, model.class_tables.setdefault(cls.name.value, {}))
-        # effects on the caller: attributes bound on the receiver, graphs freed
-        if receiver is not None and receiver_key is not None and fn.params.params:
-            me = fn.params.params[0].name.value + "."
-            for k, v in end.items():
-                if k.startswith(me):
-                    model.bind_key(receiver_key + "." + k[len(me):], v)
-        model.apply_argument_writes(fn, keys, end)
-        if FREED in end:
-            model.env[FREED] = end[FREED]
-        if not returned:
-            return Value(CONST) if _falls_off(fn) else None
-        return join_values(returned)
-
-    def _walk_statement(self, stmt: Any) -> None:
-        """One statement of another module, run here (an import's effect on grad mode)."""
-        model = self.model
-        prev = model.current_statement
-        model.current_statement = stmt
-        model.tick += 1
-        try:
-            self.walk(stmt)
-        finally:
-            model.current_statement = prev
-
-    def _module_values(self, scope: Any) -> Dict[str, Value]:
-        """What another module's top-level assignments bind, evaluated in order in its scope
-        (only assignment lines: no loop, ``if`` or call statement of it runs), with the rules
-        muted and the training events it logs dropped."""
-        model = self.model
-        body = scope.src.module.body if scope.src is not None and scope.src.module is not None else ()
-        lines = [s for s in body if type(s) is cst.SimpleStatementLine
-                 and all(type(x) in (cst.Assign, cst.AnnAssign, cst.AugAssign) for x in s.body)]
-        if not lines:
-            return {}
-        saved = (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
-                 model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site,
-                 model.loops, model.inference, model.function_stack, model.returns, len(model.events))
-        scoped = model.enter_scope(scope)
-        model.env, model._memo, model._dotted_keys = {}, {}, 0
-        model.scope_kind = "function"  # names not bound here are its globals (imports.py)
-        model.grad_enabled, model.grad_assumed, model.grad_off_site = True, False, None
-        model.loop_depth, model.loops, model.inference = 0, [], False
-        model.function_stack, model.returns = [], []
-        self.muted += 1
-        try:
-            self._block(lines)
-            return {k: v for k, v in model.env.items() if "." not in k and "[" not in k}
-        finally:
-            self.muted -= 1
-            model.leave_scope(scoped)
-            (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
-             model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site,
-             model.loops, model.inference, model.function_stack, model.returns, n_events) = saved
-            del model.events[n_events:]
-
     def walk(self, node: cst.CSTNode) -> None:
         t = type(node)
         name = t.__name__
@@ -406,70 +263,6 @@ class Walker:
         model.bind_key(node.name.value, fn)
         if saved_kind == "class" and model.class_attrs:
             model.class_attrs[-1]["self." + node.name.value] = fn
-
-    def _worth_walking(self, fn: cst.FunctionDef, args: List[Value], receiver: Optional[Value]) -> bool:
-        """Would walking ``fn`` at this call tell more than its own walk did? Yes when an argument
-        is something the model knows (a tensor, a module, an optimizer, ...), when
-        the call is made at module level (a script's `main()`, which may use what is defined
-        after it), or when ``fn`` holds training events (a loop calling it is a training loop)."""
-        model = self.model
-        if model.scope_kind == "module" and not model.function_stack:
-            return True
-        cls = model.method_class.get(id(fn))
-        if cls is not None and cls.name.value not in model.walked_classes and fn.name.value == "__init__":
-            return True  # an instance of a class further down: its attributes
-        if any(a.kind not in (UNKNOWN, CONST, "scalar") for a in args):
-            return True
-        if id(fn) in model.fn_scope:
-            return True  # a function of another module: no walk at its definition summarised it
-        if receiver is not None and receiver.kind == INSTANCE:
-            return True  # `trainer.setup()`: the attributes it binds are the object's from then on
-        if receiver is not None and receiver.kind in (MODULE, INSTANCE) \
-                and binds_own_attributes(fn, self._binds_cache):
-            return True  # `self.build()`: its effects on the object
-        return fn.name.value in self._eventful_names()
-
-    def _memo_for(self, fn: Any) -> Dict[Any, Any]:
-        scope = self.model.fn_scope.get(id(fn))
-        return scope.src.memo if scope is not None and scope.src is not None else self._called_memo
-
-    def _is_generator(self, fn: Any) -> bool:
-        memo = self._memo_for(fn)
-        hit = memo.get(("generator", id(fn)))
-        if hit is None:
-            hit = memo[("generator", id(fn))] = _is_generator(fn)
-        return hit
-
-    def _eventful_names(self) -> set:
-        """Names of the file's functions and methods that hold training events, directly or
-        through a function of the file they call (computed once, over the definitions)."""
-        model = self.model
-        # (the classes and functions of other modules join as the walk meets their imports)
-        size = (len(model.classes), len(model.foreign_functions))
-        if self._eventful_cache is not None and self._eventful_size == size:
-            return self._eventful_cache
-        self._eventful_size = size
-        fns = list(model.functions.values()) + model.foreign_functions \
-            + [m for c in model.classes.values() for m in c.methods.values()]
-        calls: Dict[str, set] = {}
-        for fn in fns:
-            # each function's called names: once per file for its own, once per process for
-            # another module's (kept with its tree)
-            memo = self._memo_for(fn)
-            names = memo.get(("called", id(fn)))
-            if names is None:
-                names = memo[("called", id(fn))] = called_names(fn.body)
-            calls.setdefault(fn.name.value, set()).update(names)
-        eventful = {name for name, called in calls.items() if called & _EVENT_CALLS}
-        changed = True
-        while changed:
-            changed = False
-            for name, called in calls.items():
-                if name not in eventful and called & eventful:
-                    eventful.add(name)
-                    changed = True
-        self._eventful_cache = eventful
-        return eventful
 
     def _bind_self(self, node: cst.FunctionDef, cls: cst.ClassDef) -> None:
         """The first parameter of a method is the instance: a module of that class, or an
@@ -902,32 +695,6 @@ def _terminates(stmts: Any) -> bool:
     if isinstance(last, cst.SimpleStatementLine) and last.body:
         return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
     return isinstance(last, (cst.Return, cst.Raise, cst.Break, cst.Continue))  # `if x: a(); continue`
-
-
-def _is_generator(fn: cst.FunctionDef) -> bool:
-    """Does ``fn``'s own body (not a nested function's) contain ``yield``?"""
-    stack = node_children(fn.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.Yield,)):
-            return True
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(node_children(n))
-    return False
-
-
-def _falls_off(fn: cst.FunctionDef) -> bool:
-    """A function without any ``return value`` statement (it returns None)."""
-    stack = node_children(fn.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Return) and n.value is not None:
-            return False
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(node_children(n))
-    return True
 
 
 def _shape(v: Any) -> Any:
