@@ -59,6 +59,8 @@ class Walker(CallWalker):
         self._eventful_cache: Optional[set] = None
         self._eventful_size = (0, 0)
         self._called_memo: Dict[Any, Any] = {}
+        self._summarising: set = set()  # functions of other modules being summarised (walk_calls)
+        self._tainted: set = set()
         self.muted = 0  # > 0: the rules see nothing (another module's top level being evaluated)
         self._binds_cache: Dict[int, bool] = {}
         self._special = {

@@ -15,6 +15,8 @@ from gradlint.model.names import called_names, dotted, node_children
 from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
 from gradlint.model.values import CONST, INSTANCE, MODULE, UNKNOWN, Value, join_values
 
+# the walks one summary of another module's function may make (calls inside it)
+SUMMARY_BUDGET = 20
 # calls that make a function worth walking at each call site even with unknown arguments
 _EVENT_CALLS = frozenset({"backward", "zero_grad", "clip_grad_norm_", "clip_grad_value_", "set_grad_enabled"})
 
@@ -24,6 +26,8 @@ class CallWalker:
 
     model: Any
     muted: int
+    _summarising: set
+    _tainted: set
 
     def _definitions(self, body: Any, cls: Optional[cst.ClassDef] = None) -> None:
         """The pass over the file's definitions before the walk: functions, classes (their
@@ -62,8 +66,68 @@ class CallWalker:
         if (fn in model.inline_stack or fn in model.function_stack or len(model.inline_stack) >= INLINE_DEPTH
                 or model.inline_budget <= 0 or self._is_generator(fn)):
             return None
+        if id(fn) in model.fn_scope and receiver is None and not self.muted and receiver_key is None \
+                and all(a.kind in (UNKNOWN, CONST, "scalar") for a in args) \
+                and fn.name.value not in self._eventful_names() and not self._reads_module_values(fn):
+            return self._summarised(fn, call, args)
         if not self._worth_walking(fn, args, receiver):
             return None
+        return self._walk_body(fn, call, args, receiver, receiver_key)
+
+    def _reads_module_values(self, fn: cst.FunctionDef) -> bool:
+        """Does ``fn`` name a value its module binds at top level (``W`` of ``W = torch.randn(...)``)?
+        Then its walk here knows more than its own module's lint does: it is walked in full."""
+        scope = self.model.fn_scope.get(id(fn))
+        if scope is None or not scope.assigned:
+            return False
+        memo = self._memo_for(fn)
+        names = memo.get(("names", id(fn)))
+        if names is None:
+            names = memo[("names", id(fn))] = {n.value for n in _walk_names(fn.body)}
+        return not names.isdisjoint(scope.assigned)
+
+    def _summarised(self, fn: cst.FunctionDef, call: cst.Call, args: List[Value]) -> Optional[Value]:
+        """A function of another module called with nothing the model knows (no argument, no
+        receiver, no training event): what it returns, from one walk per process (muted, grad
+        on by assumption, from a fresh call depth and budget, so the result does not depend on
+        which file asked first), made anew at this call's grad mode: as a function of the
+        file is summarised by its walk at its definition. Findings in its body with unknown
+        arguments are its own module's lint's."""
+        model = self.model
+        memo = self._memo_for(fn)
+        key = ("summary", id(fn))
+        if key not in memo:
+            if fn in self._summarising:
+                self._tainted.update(self._summarising)  # a cycle: not kept (order-dependent)
+                return None
+            saved = (model.grad_enabled, model.grad_assumed, model.grad_off_site, model.inline_stack,
+                     model.function_stack, model.inline_budget)
+            model.grad_enabled, model.grad_assumed, model.grad_off_site = True, True, None
+            model.inline_stack, model.function_stack, model.inline_budget = [], [], SUMMARY_BUDGET
+            self.muted += 1
+            self._summarising.add(fn)
+            try:
+                out = self._walk_body(fn, call, args, None, None)
+            finally:
+                self._summarising.discard(fn)
+                self.muted -= 1
+                (model.grad_enabled, model.grad_assumed, model.grad_off_site, model.inline_stack,
+                 model.function_stack, model.inline_budget) = saved
+            if fn in self._tainted:
+                self._tainted.discard(fn)
+            else:
+                memo[key] = out
+        else:
+            out = memo[key]
+        if out is None:
+            return None
+        if out.kind == CONST:
+            return Value(CONST)
+        return model._instantiate(out)
+
+    def _walk_body(self, fn: cst.FunctionDef, call: cst.Call, args: List[Value], receiver: Optional[Value],
+                   receiver_key: Optional[str]) -> Optional[Value]:
+        model = self.model
         keys: Dict[str, Optional[str]] = {}
         env = model.call_env(fn, call, args, receiver, keys)
         if env is None:
@@ -255,3 +319,13 @@ def _falls_off(fn: cst.FunctionDef) -> bool:
             continue
         stack.extend(node_children(n))
     return True
+
+
+def _walk_names(node: Any) -> Any:
+    """Every ``Name`` node under ``node``."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if type(n) is cst.Name:
+            yield n
+        todo.extend(node_children(n))
