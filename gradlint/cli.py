@@ -484,13 +484,60 @@ def run_cmd(as_module: bool, deep: bool, output: Optional[str], fmt: str, target
     """Run SCRIPT [ARGS...] (or -m MODULE [ARGS...]) under the runtime monitor (needs torch).
 
     The program keeps its argv, stdout and exit status; findings go to stderr at exit."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise _Fail("`gradlint run` needs torch, which is not installed here (pip install torch)")
     try:
         from gradlint.runtime.run import run_program
-    except ImportError as exc:  # torch is missing
+    except ImportError as exc:  # torch is broken
         raise _Fail(f"`gradlint run` needs torch: {exc}") from None
-    if not as_module and not os.path.isfile(target):
-        raise _Fail(f"can't open file {target!r}: no such file")
+    _can_start(target, as_module)
     sys.exit(run_program(target, args, module=as_module, deep=deep, output=output, fmt=fmt))
+
+
+def _can_start(target: str, as_module: bool) -> None:
+    """What would stop the program before its first line is one line and exit status 2, never
+    a traceback followed by a reassurance: a file that is missing or does not compile, a module
+    that cannot be found, a notebook that cannot be read. A notebook of another language is
+    skipped, as `check` skips it (exit status 0)."""
+    import importlib.util
+
+    if as_module:
+        sys.path.insert(0, os.getcwd())  # as `python -m` finds it
+        try:
+            found = importlib.util.find_spec(target)
+        except (ImportError, ValueError) as exc:
+            raise _Fail(f"cannot run module {target!r}: {type(exc).__name__}: {exc}") from None
+        finally:
+            sys.path.pop(0)
+        if found is None:
+            raise _Fail(f"cannot run module {target!r}: no module of that name")
+        return
+    if not os.path.isfile(target):
+        raise _Fail(f"can't open file {target!r}: no such file")
+    try:
+        with open(target, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise _Fail(f"can't open file {target!r}: {exc.strerror or exc}") from None
+    if target.endswith(".ipynb"):
+        from gradlint import notebook
+
+        try:
+            nb = notebook.load(data)
+        except notebook.NotebookError as exc:
+            raise _Fail(f"cannot run {target}: {exc}") from None
+        if not nb.python:
+            click.echo(f"gradlint: {target} is not a Python notebook; not run (as `gradlint check` skips it).", err=True)
+            sys.exit(0)
+        return
+    try:
+        compile(data, target, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise _Fail(f"cannot run {target}: SyntaxError: {exc.msg} (line {exc.lineno})") from None
+    except ValueError as exc:  # null bytes
+        raise _Fail(f"cannot run {target}: {exc}") from None
 
 
 if __name__ == "__main__":  # pragma: no cover

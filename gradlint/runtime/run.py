@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -39,6 +41,8 @@ def execute(target: str, args: Sequence[str], contexts: Sequence[Any], *, module
                 runpy.run_path(os.path.abspath(target), run_name="__main__")
     except SystemExit as exc:
         status = exc.code
+    except Terminated:
+        status, exception = 128 + signal.SIGTERM, "SIGTERM"
     except KeyboardInterrupt:
         _print_traceback(*sys.exc_info())
         status, exception = 130, "KeyboardInterrupt"
@@ -65,10 +69,41 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False, deep:
     def findings() -> List:
         return _in_cells(mon.findings)
 
-    with _report_before_os_exit(lambda: _emit(findings(), output, fmt)):
-        code, _ = execute(target, args, [mon], module=module)
-    _emit(findings(), output, fmt)
+    previous = _catch_sigterm()
+    try:
+        with _report_before_os_exit(lambda: _emit(findings(), output, fmt)):
+            code, exception = execute(target, args, [mon], module=module)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    _emit(findings(), output, fmt, stopped=exception)
+    if exception == "SIGTERM":
+        # the findings are written: now end as the signal would have ended the program
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
     return code
+
+
+class Terminated(BaseException):
+    """SIGTERM (what SLURM, Kubernetes and CI send at a time limit) while the program runs."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _catch_sigterm() -> Any:
+    """While the program runs, SIGTERM stops it so that the findings so far are reported (as
+    Ctrl-C does); the process then ends by the signal. Only where SIGTERM has its default
+    action and in the main thread (a program that installs its own handler keeps it)."""
+    if not hasattr(signal, "SIGTERM") or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return None
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        return None
 
 
 _NOTEBOOKS: dict = {}  # absolute path -> gradlint.notebook.Notebook, for the notebooks run
@@ -182,7 +217,9 @@ def _print_traceback(etype, value, tb) -> None:  # type: ignore[no-untyped-def]
     sys.stderr.flush()
 
 
-def _emit(findings: List, output: Optional[str], fmt: str) -> None:
+def _emit(findings: List, output: Optional[str], fmt: str, stopped: str = "") -> None:
+    """``stopped``: the uncaught exception that ended the program early ("" when it ran to its
+    end or exited with ``sys.exit``): nothing is then said to be free of misuse beyond it."""
     from gradlint.report import ReportContext, render
 
     files = len({f.path for f in findings})
@@ -206,7 +243,11 @@ def _emit(findings: List, output: Optional[str], fmt: str) -> None:
         sys.stderr.flush()
         return
     if not findings:
-        sys.stderr.write("gradlint: no autograd misuse observed at runtime.\n")
+        if stopped:
+            sys.stderr.write(f"gradlint: the program stopped early ({stopped.splitlines()[0][:200]}); no autograd "
+                             "misuse observed up to there, the rest did not run.\n")
+        else:
+            sys.stderr.write("gradlint: no autograd misuse observed at runtime.\n")
         return
     color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
     text = render(findings, "concise", ReportContext(files_checked=files, color=color))
