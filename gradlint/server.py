@@ -47,6 +47,7 @@ try:  # pygls 2
     from pygls.lsp.server import LanguageServer
 except ImportError:  # pragma: no cover - pygls 1.x
     from pygls.server import LanguageServer  # type: ignore[no-redef]
+from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from gradlint import __version__
@@ -279,9 +280,25 @@ def hover_text(f: Finding) -> str:
 
 
 # ------------------------------------------------------------------------ the server
+class _Protocol(LanguageServerProtocol):  # type: ignore[misc, valid-type]
+    """pygls's protocol, except that a change to a document that was never opened is ignored
+    (pygls raises KeyError and shows the user an error)."""
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)  # type: ignore[misc]
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> Any:
+        uri = params.text_document.uri
+        docs = getattr(self.workspace, "text_documents", None)
+        if docs is None:  # pragma: no cover - pygls 1.x
+            docs = self.workspace.documents
+        if uri not in docs and unquote(uri) not in docs:
+            log.info("didChange for a document that is not open: %s (ignored)", uri)
+            return
+        yield from super().lsp_text_document__did_change(params)
+
+
 class GradlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("gradlint", __version__)
+        super().__init__("gradlint", __version__, protocol_cls=_Protocol)
         self.configs = ConfigCache()
         self.linted: Dict[str, Linted] = {}
         self.pending: Dict[str, asyncio.Task] = {}
@@ -553,4 +570,7 @@ def main() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
-    create_server().start_io(stdin, stdout)
+    server = create_server()
+    server.start_io(stdin, stdout)
+    # `exit` without `shutdown` before it ends the server with status 1 (the protocol says so)
+    sys.exit(0 if getattr(server.protocol, "_shutdown", True) else 1)

@@ -6,13 +6,15 @@ One server for the module; each test works on documents of its own (a uri per te
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Tuple
 
 import pytest
 
@@ -505,3 +507,47 @@ async def test_an_edit_to_an_imported_module_relints_its_importers(client: Langu
     mark = len(client.published)  # type: ignore[attr-defined]
     change_doc(client, helpers, LEAF_FACTORY, 3)
     await until(lambda: published_for_train(["GL101"]))
+
+
+def _frame(obj: Any) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _raw_session(messages: List[Any], pause: float = 1.5) -> Tuple[int, str, str]:
+    """A client speaking JSON-RPC over the server's stdin/stdout by hand (for what pytest-lsp's
+    client never does: exit without shutdown)."""
+    proc = subprocess.Popen([sys.executable, "-m", "gradlint", "server"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"processId": None, "rootUri": None, "capabilities": {}}}
+    proc.stdin.write(_frame(init) + _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    for m in messages:
+        proc.stdin.write(_frame(m))
+    proc.stdin.flush()
+    time.sleep(pause)
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    proc.stdin.flush()
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def test_exit_without_shutdown_is_status_1_and_with_it_0():
+    code, _, _ = _raw_session([])
+    assert code == 1
+    code, _, _ = _raw_session([{"jsonrpc": "2.0", "id": 2, "method": "shutdown"}])
+    assert code == 0
+
+
+def test_a_change_to_a_document_never_opened_is_ignored():
+    change = {"jsonrpc": "2.0", "method": "textDocument/didChange",
+              "params": {"textDocument": {"uri": "file:///nowhere/never_opened.py", "version": 2},
+                         "contentChanges": [{"text": "import torch\n"}]}}
+    code, out, err = _raw_session([change, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"}])
+    assert code == 0
+    assert "showMessage" not in out and "KeyError" not in out + err and "publishDiagnostics" not in out
