@@ -140,7 +140,7 @@ def test_runtime_only_error_sets_exit_status_and_noqa_applies(tmp_path: Path) ->
     ''')
     (tmp_path / "helper.py").write_text(src.format(noqa=""))
     p = _gradlint("check", "helper.py", "--no-cache", "--confirm", "--", "helper.py", cwd=tmp_path)
-    assert "helper.py:5:1: GL101 [runtime only]" in p.stdout, p.stdout + p.stderr
+    assert "helper.py:5:5: GL101 [runtime only]" in p.stdout, p.stdout + p.stderr
     assert "Confirmed 0, not observed 0, not reached 0; runtime only 1." in p.stdout
     assert p.returncode == 1
     (tmp_path / "helper.py").write_text(src.format(noqa="  # noqa: GL101"))

@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.loops import carried_attributes
-from gradlint.model.names import dotted, node_children
+from gradlint.model.names import canonical, dotted, node_children
 from gradlint.model.values import (
     CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
     plain_tensor, union,
@@ -128,6 +128,61 @@ class ObjectMixin:
                             self.fn_scope[id(fn)] = scope
         return info
 
+    def class_params(self, name: str, seen: Optional[set] = None) -> Optional[bool]:
+        """Does a class of the file or of the project hold parameters? True when it shows one
+        (``nn.Parameter``, ``register_parameter``, a torch.nn layer with parameters, or a module
+        of such a class, bound on ``self``; a torch.nn layer as a base); False when its bases
+        and every attribute its methods bind on ``self`` are known and none does (an attention
+        that only combines its inputs, a loss with buffers); None when it cannot tell (a base, or
+        a module bound on ``self``, from elsewhere)."""
+        info = self.classes.get(name)
+        if info is None:
+            return None
+        seen = seen if seen is not None else set()
+        if name in seen:
+            return False
+        seen.add(name)
+        fn = next(iter(info.methods.values()), None)
+        scope = self.scope_for(fn) if fn is not None else self.root_scope
+        imports = scope.imports
+        verdict: Optional[bool] = False
+        for b in info.node.bases:
+            if b.keyword is not None:
+                continue
+            q = canonical(imports.qualname(b.value))
+            if q is not None:
+                if q in api.MODULE_BASES or q in api.PARAMLESS_MODULES:
+                    continue
+                if q.startswith("torch.nn."):
+                    return True if q in api.PARAM_MODULES else None
+                verdict = None
+                continue
+            base = b.value.value if isinstance(b.value, cst.Name) else None
+            if base is not None and base not in self.classes and not scope.root:
+                self.module_name(scope, base)  # an imported base joins the classes
+            inner = self.class_params(base, seen) if base is not None and base in self.classes else None
+            if inner is True:
+                return True
+            if inner is None:
+                verdict = None
+        for method in info.methods.values():
+            for n in _walk_all(method.body):
+                if isinstance(n, cst.Call):
+                    last = (dotted(n.func) or "").rsplit(".", 1)[-1]
+                    if last in ("Parameter", "register_parameter"):
+                        return True
+                elif isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None:
+                    targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                    if not any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name)
+                               and t.value.value == "self" for t in targets):
+                        continue
+                    bound = _bound_params(self, n.value, imports, seen, method)
+                    if bound is True:
+                        return True
+                    if bound is None:
+                        verdict = None
+        return verdict
+
     def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
         if module.made == "inference" and self.grad_enabled is True:
             self._emit("inference_module", (module.made_node, module))
@@ -135,6 +190,11 @@ class ObjectMixin:
         if walked is not None:
             return walked
         tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
+        if module.params is None and isinstance(module.node, str) and module.node in self.classes \
+                and self.class_params(module.node) is False:
+            # a module of a class that holds no parameters: its output needs a graph only
+            # through its inputs
+            module = Value(MODULE, params=False, act=module.act, inplace=module.inplace, node=module.node)
         if module.params is False:
             if tensors:
                 if module.inplace and tensors[0].kind == TENSOR:
@@ -315,3 +375,64 @@ class ObjectMixin:
 
 def _shape(v: Value) -> Any:
     return (v.kind, v.rg, v.leaf, v.params, v.node if isinstance(v.node, str) else None)
+
+
+# what a value bound on ``self`` says of its class's parameters (class_params)
+_NO_MODULE_CALLS = frozenset({"list", "dict", "set", "tuple", "int", "float", "str", "bool", "len", "range",
+                              "getattr", "super", "isinstance", "max", "min", "sum", "abs", "round", "sorted"})
+
+
+def _bound_params(model: Any, value: Any, imports: Any, seen: set, method: Any = None) -> Optional[bool]:
+    """True: a module with parameters; False: certainly none (a constant, a parameter-free
+    torch.nn layer, a plain Python value, a tensor made by torch); None: unknown (a value passed
+    in, or made by code from elsewhere)."""
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString,
+                          cst.FormattedString, cst.List, cst.Dict, cst.Tuple, cst.Set, cst.Comparison,
+                          cst.BooleanOperation, cst.UnaryOperation, cst.BinaryOperation)):
+        return False
+    if isinstance(value, cst.Name):
+        if value.value in ("None", "True", "False"):
+            return False
+        return False if method is not None and _plain_parameter(method, value.value) else None
+    if not isinstance(value, cst.Call):
+        return None
+    q = canonical(imports.qualname(value.func))
+    if q is not None:
+        if q in api.PARAM_MODULES or q in api.PARAMETER:
+            return True
+        if q in api.PARAMLESS_MODULES or not q.startswith("torch.nn.") or q.startswith("torch.nn.functional"):
+            return False  # a torch function's result (a tensor, a device), or a layer without any
+        return None  # a container or another torch.nn module: its parts decide
+    name = value.func.value if isinstance(value.func, cst.Name) else None
+    if name in _NO_MODULE_CALLS:
+        return False
+    if name is not None and name in model.classes:
+        return model.class_params(name, seen)
+    return None
+
+
+def _walk_all(node: Any) -> Any:
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(node_children(n))
+
+
+_PLAIN_TYPES = frozenset({"bool", "int", "float", "str", "bytes"})
+
+
+def _plain_parameter(method: Any, name: str) -> bool:
+    """Is ``name`` a parameter of ``method`` that holds a plain value (annotated ``bool``,
+    ``int``, ``float``, ``str``, or defaulting to a constant): no module with parameters?"""
+    params = method.params
+    for p in list(getattr(params, "posonly_params", ())) + list(params.params) + list(params.kwonly_params):
+        if p.name.value != name:
+            continue
+        ann = p.annotation.annotation if p.annotation is not None else None
+        if isinstance(ann, cst.Name) and ann.value in _PLAIN_TYPES:
+            return True
+        d = p.default
+        return isinstance(d, (cst.Integer, cst.Float, cst.SimpleString)) or (
+            isinstance(d, cst.Name) and d.value in ("True", "False"))
+    return False

@@ -420,7 +420,8 @@ class Walker(CallWalker):
             return [], []
         q = self.model.qualname(call.func)
         is_tensor_test: Optional[bool] = None
-        if q == "torch.is_tensor":
+        if q == "torch.is_tensor" or (q is None and (dotted(call.func) or "").rsplit(".", 1)[-1] == "is_tensor"):
+            # (also a project's or a backend's own `is_tensor(x)` helper: `F.is_tensor(x)`)
             is_tensor_test = True
         elif isinstance(call.func, cst.Name) and call.func.value == "isinstance" and len(call.args) == 2:
             types = call.args[1].value

@@ -301,13 +301,14 @@ class Monitor(TorchFunctionMode):
             if (rpath, rline) == (path, line):
                 continue
             if rpath == path:
-                same.append((rline, 1, rmsg))
+                same.append((rline, _span(rpath, rline)[0], rmsg))
             else:
                 other.append(f"{rmsg}: {rpath}:{rline}")
         if other:
             message = f"{message} ({'; '.join(other)})"
+        column, end_column = _span(path, line)
         self._found[key] = Finding(
-            path=path, line=line, column=1, end_line=line, end_column=1, code=code,
+            path=path, line=line, column=column, end_line=line, end_column=end_column, code=code,
             name=rule.name if rule else code,
             severity=severity or (rule.severity if rule else Severity.ERROR),
             message=message, hint=rule.hint if rule else "", url=rule.url() if rule else "",
@@ -941,3 +942,25 @@ def _rules() -> Dict[str, Any]:
 def monitor(deep: bool = False) -> Monitor:
     """``with monitor() as m: ...``; then ``m.findings``."""
     return Monitor(deep=deep)
+
+
+def _span(path: str, line: int) -> Tuple[int, int]:
+    """The columns (1-based, end exclusive) of the code on ``line`` of ``path``: where the
+    statement the finding is about starts and ends on that line (1, 1 when the source is not
+    readable)."""
+    import linecache
+    import os
+    import sys
+
+    run = sys.modules.get("gradlint.runtime.run")
+    nb = getattr(run, "_NOTEBOOKS", {}).get(os.path.abspath(path)) if run is not None else None
+    if nb is not None:  # a notebook that was run: its script, not the .ipynb's JSON
+        lines = nb.script.splitlines()
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+    else:
+        text = linecache.getline(path, line).rstrip("\r\n")
+    stripped = text.lstrip()
+    if not stripped:
+        return 1, 1
+    start = len(text) - len(stripped) + 1
+    return start, len(text.rstrip()) + 1
