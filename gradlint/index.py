@@ -34,9 +34,11 @@ from typing import Any, Dict, List, Optional, Tuple
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 # never resolved to a project file, whatever the project holds: the model knows them by name
 KNOWN_PACKAGES = frozenset({"torch", "numpy", "copy", "__future__"})
-# the sources the parse cache may hold at once (a libcst tree takes about 100-200 times its
-# source in memory: 4 MiB of source is about 0.5-0.8 GiB of trees)
-CACHE_SOURCE_BYTES = 4 * 1024 * 1024
+# the sources the parse cache may hold at once (a libcst tree takes about 110 times its source
+# in memory: 16 MiB of source is about 1.8 GiB of trees). Measured on pytorch-image-models (5 MiB
+# of source): with 4 MiB a cold -j 1 run parsed 457 times for 313 files (the imported modules
+# evicted and parsed again), with 16 MiB each file once; the CPU time fell from 69 s to 43 s.
+CACHE_SOURCE_BYTES = 16 * 1024 * 1024
 MAX_FILE_BYTES = 1024 * 1024  # a larger module (generated code) is not followed
 _TOP_IMPORT = re.compile(r"^(?:from[ \t]+(\.*[\w.]*)[ \t]+import\b|import[ \t]+([\w.]+(?:[ \t]+as[ \t]+\w+)?"
                          r"(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*))", re.M)

@@ -232,7 +232,8 @@ import gradlint.cli, gradlint.engine, gradlint.discovery, gradlint.config, gradl
 import gradlint.report.concise
 from gradlint.rule import registry, visit_rules
 registry(); visit_rules()
-import libcst, gradlint.model.walk, gradlint.index, gradlint.positions, gradlint.cache, hashlib
+import libcst, gradlint.model.walk, gradlint.index, gradlint.positions, gradlint.edits, gradlint.cache, hashlib
+import bisect, difflib, functools, linecache
 if os.getuid() == 0:  # root reads everything: drop to nobody (modules are imported already)
     os.setgid(65534)
     os.setuid(65534)
