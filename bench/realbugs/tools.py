@@ -23,6 +23,9 @@ TIMEOUT = 60
 
 def _env(repo_on_path: bool = True) -> Dict[str, str]:
     env = dict(os.environ)
+    # a case runs as a user runs it (`python train.py` puts the script's folder on sys.path), not
+    # under the PYTHONSAFEPATH that CI sets for its own processes
+    env.pop("PYTHONSAFEPATH", None)
     if repo_on_path:
         # GRADLINT_SRC: score another checkout of gradlint (e.g. a worktree of an older commit)
         env["PYTHONPATH"] = os.environ.get("GRADLINT_SRC", REPO) + os.pathsep + REPO + os.pathsep + env.get("PYTHONPATH", "")
