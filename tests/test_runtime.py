@@ -700,3 +700,97 @@ def test_another_torch_function_mode_in_the_program(inside):
     assert grad.tolist() == [3.0, 3.0]
     assert [f.code for f in m.findings] == ["GL101"]
     assert {"mul", "add_", "backward"} <= set(seen)
+
+
+def _quiet_count(opt_step):
+    """Calls the mode forwarded quietly while ``opt_step()`` ran under a monitor, and the monitor."""
+    from gradlint.runtime import mode as _m
+
+    seen = {"quiet": 0}
+    orig = _m.Monitor.__torch_function__
+
+    def counting(self, func, types, args=(), kwargs=None):
+        if self._quiet:
+            seen["quiet"] += 1
+        return orig(self, func, types, args, kwargs)
+
+    _m.Monitor.__torch_function__ = counting
+    try:
+        with monitor() as m:
+            opt_step()
+            assert m._quiet == 0
+    finally:
+        _m.Monitor.__torch_function__ = orig
+    return seen["quiet"], m
+
+
+def test_builtin_optimizer_step_is_only_forwarded():
+    """A built-in optimizer's update is forwarded without checks (the overhead target of issue
+    21); a closure, a step hook of the user's or an optimizer class of the user's keep every
+    check."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.randn(4, 3)
+
+    def plain():
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+    quiet, m = _quiet_count(plain)
+    assert quiet > 0 and not m.findings
+
+    def closure():
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        return loss
+
+    assert _quiet_count(lambda: opt.step(closure))[0] == 0
+
+    handle = opt.register_step_post_hook(lambda *a: None)
+    try:
+        assert _quiet_count(plain)[0] == 0
+    finally:
+        handle.remove()
+
+    class MySGD(torch.optim.SGD):
+        pass
+
+    opt2 = MySGD(model.parameters(), lr=0.1)
+
+    def custom():
+        opt2.zero_grad()
+        model(x).sum().backward()
+        opt2.step()
+
+    assert _quiet_count(custom)[0] == 0
+
+
+def test_checks_resume_after_a_quiet_step_and_after_one_that_raised():
+    torch.manual_seed(0)
+    w = torch.randn(3, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    with monitor() as m:
+        (w * 2).sum().backward()
+        opt.step()
+        try:  # (not `pytest.raises`: an error the program expects is no finding)
+            w.add_(1)  # a leaf that requires grad, in place with grad on: GL101
+        except Exception:
+            pass
+    assert [f.code for f in m.findings] == ["GL101"]
+
+    v = torch.randn(3, requires_grad=True)
+    v.grad = torch.randn(3)
+    with torch.no_grad():
+        v.data = torch.zeros(5)  # the update's add_ now raises inside step()
+    with monitor() as m:
+        with pytest.raises(RuntimeError):
+            torch.optim.SGD([v], lr=0.1).step()
+        assert m._quiet == 0
+        try:
+            v.add_(1)
+        except Exception:
+            pass
+    assert "GL101" in [f.code for f in m.findings]

@@ -200,6 +200,9 @@ class Monitor(TorchFunctionMode):
         self._fresh: List[_Saved] = []
         self._hooks: Any = None
         self._active = 0
+        # > 0 while torch's own code runs that nothing checks (a built-in optimizer's step()
+        # without closure, see watchers/optimizers.py): each call is only forwarded
+        self._quiet = 0
         self.watchers: List[Any] = []  # the check families (gradlint.runtime.watchers), while active
 
     def __new__(cls, deep: bool = False) -> "Monitor":
@@ -248,6 +251,12 @@ class Monitor(TorchFunctionMode):
 
     # -- the hot path ----------------------------------------------------------------------
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if self._quiet:
+            try:
+                return func(*args, **kwargs) if kwargs else func(*args)
+            except BaseException:
+                self._quiet = 0  # the step failed: its post hook will not run
+                raise
         try:
             handler = _TABLE[func]
         except KeyError:

@@ -21,13 +21,16 @@ GL601 missing-zero-grad.
   ``backward()`` grew since, uncleared, is reported at the update.
 
 Inside ``step()`` (LBFGS closures, wrapped optimizers) nothing is checked: the step's own
-bookkeeping. At the default level the per-step work is O(number of parameters) in the hooks;
+bookkeeping. While a built-in optimizer (a class of ``torch.optim``, no hooks of its own) steps
+without a closure on the monitor's thread, the mode only forwards each call (``Monitor._quiet``):
+on a small model most intercepted calls are the update's. At the default level the per-step work is O(number of parameters) in the hooks;
 the taps on ``zero_``/``mul_``/``sub_``/... return after an attribute read outside those cases.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -49,6 +52,15 @@ def _ptr(t: Any) -> int:
         return t.data_ptr()
     except Exception:
         return 0
+
+
+def _builtin(opt: Any) -> bool:
+    """An optimizer class of torch itself (``torch.optim.Adam``, not a subclass elsewhere) with
+    no step hooks of its own (the user's hooks run inside the step)."""
+    mod = type(opt).__module__ or ""
+    if not (mod == "torch.optim" or mod.startswith("torch.optim.")):
+        return False
+    return not (getattr(opt, "_optimizer_step_pre_hooks", None) or getattr(opt, "_optimizer_step_post_hooks", None))
 
 
 def _params(opt: Any) -> List[Any]:
@@ -85,6 +97,7 @@ class Steps(Watcher):
         self._manual = _State()  # parameters updated by hand
         self._manual_grads: Any = WeakIdKeyDictionary()  # param -> _Grad
         self._handles: List[Any] = []
+        self._thread = threading.get_ident()
 
     def install(self) -> None:
         import torch.optim.optimizer as optimizer
@@ -106,6 +119,12 @@ class Steps(Watcher):
             self._stepping.append(None)  # an optimizer stepped by another one (Lookahead): its business
             return
         self._stepping = [weakref.ref(opt)]  # (also after a step that raised)
+        # a built-in optimizer's update is torch's own bookkeeping: nothing in it is checked, so
+        # the mode only forwards its calls (most of a small model's intercepted calls); not with
+        # a closure (the user's forward and backward run inside) nor on another thread
+        rest = args[1:] if args and args[0] is opt else args  # the hooks get (self, ...) as args
+        self.m._quiet = int(_builtin(opt) and not rest and kwargs.get("closure") is None
+                            and threading.get_ident() == self._thread)
         try:
             with _NoTF():
                 self._check(opt)
@@ -117,6 +136,7 @@ class Steps(Watcher):
             self._stepping.pop()
             return
         self._stepping = []
+        self.m._quiet = 0
         try:
             with _NoTF():
                 self._snapshot(opt)
