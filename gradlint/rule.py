@@ -18,17 +18,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
-# Where each rule's documentation is published: one setting. The default points at the project's
-# repository; GRADLINT_DOCS_URL replaces it (a fork, an internal mirror): a URL with "{anchor}"
+# Where each rule's documentation is published: one setting. No home is published yet, so by
+# default findings carry no link (the documentation ships with the package: `gradlint rule GLxxx`);
+# GRADLINT_DOCS_URL sets one (a published copy, a fork, an internal mirror): a URL with "{anchor}"
 # where the rule's anchor goes (e.g. https://example.org/gradlint/rules.html#{anchor}), or a base
 # URL to which "#<anchor>" is appended.
-DOCS_URL = "https://github.com/gradlint/gradlint/blob/main/docs/rules.md#{anchor}"
+DOCS_URL = ""
 
 
 def docs_url() -> str:
-    value = os.environ.get("GRADLINT_DOCS_URL", "").strip()
+    value = os.environ.get("GRADLINT_DOCS_URL", "").strip() or DOCS_URL
     if not value:
-        return DOCS_URL
+        return ""
     return value if "{anchor}" in value else value.rstrip("#") + "#{anchor}"
 
 
@@ -204,7 +205,9 @@ class Rule:
 
     @classmethod
     def url(cls) -> str:
-        return docs_url().format(anchor=f"{cls.code}-{cls.name}".lower())
+        """The rule's documentation on the web ("" while no docs URL is set)."""
+        base = docs_url()
+        return base.format(anchor=f"{cls.code}-{cls.name}".lower()) if base else ""
 
 
 class BackwardRule(Rule):

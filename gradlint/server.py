@@ -276,6 +276,8 @@ def hover_text(f: Finding) -> str:
             parts.append(f"**{name}**\n\n{body}")
     if f.url:
         parts.append(f"[{f.code} {f.name}: full documentation]({f.url})")
+    else:
+        parts.append(f"Full documentation: `gradlint rule {f.code}`")
     return "\n\n".join(parts)
 
 

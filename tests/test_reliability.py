@@ -406,6 +406,7 @@ def test_the_docs_url_is_one_setting(tmp_path):
                            str(tmp_path / "cache"), "bad.py"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60, env={k: v for k, v in os.environ.items() if k != "GRADLINT_DOCS_URL"})
     assert "docs.example.org" not in proc.stdout  # the cached result is not reused for another base
+    assert '"url": ""' in proc.stdout  # unset: no link (none points at a site that is not this project's)
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="symlinks")

@@ -794,3 +794,39 @@ def test_checks_resume_after_a_quiet_step_and_after_one_that_raised():
         except Exception:
             pass
     assert "GL101" in [f.code for f in m.findings]
+
+
+def test_zero_grad_is_restored_and_clearing_candidates_still_found():
+    """The monitor wraps ``Optimizer.zero_grad`` while active (one pass instead of a ``.grad``
+    read and set per parameter) and puts torch's back at exit; a ``zero_grad()`` between
+    ``backward()`` and ``step()`` is still GL601, and a missing one too."""
+    orig = torch.optim.Optimizer.__dict__["zero_grad"]
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(4, 3)
+    with monitor() as m:
+        assert torch.optim.Optimizer.__dict__["zero_grad"] is not orig
+        for _ in range(3):
+            model(x).sum().backward()
+            opt.zero_grad()  # clears what backward() just computed
+            opt.step()
+    assert torch.optim.Optimizer.__dict__["zero_grad"] is orig
+    assert [f.code for f in m.findings] == ["GL601"]
+
+    with monitor() as m:
+        for _ in range(3):
+            model(x).sum().backward()  # never cleared: the gradients add up
+            opt.step()
+    assert [f.code for f in m.findings] == ["GL601"]
+
+    with monitor() as m:
+        for _ in range(3):
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        for _ in range(2):
+            opt.zero_grad(set_to_none=False)
+            model(x).sum().backward()
+            opt.step()
+    assert m.findings == []

@@ -186,8 +186,7 @@ async def test_diagnostics_of_a_buggy_document(client: LanguageClient, workspace
     for d in diags:
         assert d.source == "gradlint"
         assert d.range.start.line == d.range.end.line
-        assert d.code_description is not None
-        assert re.search(rf"#{d.code.lower()}-[a-z-]+$", d.code_description.href)
+        assert d.code_description is None  # no docs URL set: no link to a site that is not ours
     gl305 = next(d for d in diags if d.code == "GL305")
     assert gl305.related_information is not None
     (rel,) = gl305.related_information

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from gradlint.report import ReportContext
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/gradlint/gradlint"
 
 
 def lookup_rule(code: str) -> Optional[Type[Rule]]:
@@ -38,7 +37,8 @@ def descriptor(f: Finding) -> Dict[str, Any]:
             d["fullDescription"] = {"text": f"{summary} {hint}" if hint else summary}
         if docs:
             d["help"] = {"text": docs, "markdown": docs}
-        d["helpUri"] = rule.url()
+        if rule.url():
+            d["helpUri"] = rule.url()
         level = rule.severity.value
     else:
         if f.hint:
@@ -124,7 +124,6 @@ def build_log(findings: List[Finding]) -> Dict[str, Any]:
     driver = {
         "name": "gradlint",
         "version": gradlint.__version__,
-        "informationUri": INFORMATION_URI,
         "rules": [descriptor(first[c]) for c in codes],
     }
     run = {

@@ -60,13 +60,28 @@ def _skipped(name: str, skip: Tuple[str, ...]) -> bool:
     return False
 
 
+_SKIPPED_FILE: "dict[str, bool]" = {}  # filename -> _skipped(filename): a frame walk per event
+
+
+def skipped_file(name: str) -> bool:
+    """``_skipped`` with the answer kept per file name."""
+    skipped = _SKIPPED_FILE.get(name)
+    if skipped is None:
+        skipped = _SKIPPED_FILE[name] = _skipped(name, _skip_prefixes())
+    return skipped
+
+
 def user_frame(depth: int = 1) -> Optional[FrameType]:
     """The innermost frame whose file is outside torch, NumPy, gradlint and the standard library
     (None when there is none, for example on an autograd worker thread)."""
-    skip = _skip_prefixes()
     frame: Optional[FrameType] = sys._getframe(depth)
+    known = _SKIPPED_FILE
     while frame is not None:
-        if not _skipped(frame.f_code.co_filename, skip):
+        name = frame.f_code.co_filename
+        skipped = known.get(name)
+        if skipped is None:
+            skipped = known[name] = _skipped(name, _skip_prefixes())
+        if not skipped:
             return frame
         frame = frame.f_back
     return None

@@ -16,12 +16,16 @@ tuples and dicts): a tensor whose graph holds the roots of two or more back-prop
 running total of losses), or a container holding graph tensors first seen at two or more steps
 (a list of losses, of logged norms, of dicts of outputs), keeps every step's graph alive: memory
 grows each step. Reported at the statement that adds to the holder (``losses.append(loss)``,
-``total += loss``). A program that never calls ``backward()`` gives no steps to compare.
+``total += loss``). A program that never calls ``backward()`` gives no steps to compare. The
+scans run after the 2nd, 3rd and 4th ``backward()``, every 8th up to the 64th, and later every
+8th that comes when the program has run 200 times the last scan's duration since it (on a small
+model a scan costs more than a step: this bounds the scans to about 0.5% of the run).
 """
 
 from __future__ import annotations
 
 import collections
+import time
 from typing import Any, Deque, FrozenSet, List, Optional, Set, Tuple
 
 from torch import Tensor
@@ -35,7 +39,8 @@ SECOND_TIME = "backward through the graph a second time"
 MODIFIED = "modified by an inplace operation"
 MAX_NODES = 50_000
 WALKED_STEPS = 32  # backward() calls whose graph is recorded (GL502)
-SCAN_EVERY = 8  # GL501: frames are scanned after backward() 2, 3, 4 and then every 8th
+SCAN_EVERY = 8  # GL501: frames are scanned after backward() 2, 3, 4 and then every 8th ...
+SCAN_SHARE = 200  # ... and after the 64th, only when the program ran 200x the last scan's time since
 
 def graph_ids(roots: List[Any], limit: int = MAX_NODES) -> Set[int]:
     """Ids of the autograd nodes reachable from the roots' ``grad_fn``."""
@@ -119,6 +124,8 @@ class Graphs(Watcher):
         self._done: Deque[_Backward] = collections.deque(maxlen=8)
         self._current: Optional[_Backward] = None
         self._step = 0
+        self._scanned = 0.0  # perf_counter at the end of the last GL501 scan
+        self._scan_cost = 0.0  # its duration
 
     def before_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
         self._current = None
@@ -142,8 +149,17 @@ class Graphs(Watcher):
             if meta is not None:
                 meta[STEP] = self._step
         step = self._step
-        if 2 <= step <= 4 or step % SCAN_EVERY == 0:  # a leak persists: a few scans find it
+        if 2 <= step <= 4 or (step % SCAN_EVERY == 0 and self._scan_due()):  # a leak persists
+            start = time.perf_counter()
             self._scan_kept()
+            self._scanned = time.perf_counter()
+            self._scan_cost = self._scanned - start
+
+    def _scan_due(self) -> bool:
+        """Every 8th backward() up to the 64th; later, when the program has run at least
+        ``SCAN_SHARE`` times the last scan's cost since it (a leak persists and grows: a later
+        scan finds it), so that the scans cost at most about 0.5% of the run."""
+        return self._step <= 64 or time.perf_counter() - self._scanned >= SCAN_SHARE * self._scan_cost
 
     def on_error(self, exc: BaseException, func: Any, args: Any, kwargs: Any) -> bool:
         text = str(exc)

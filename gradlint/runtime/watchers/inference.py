@@ -38,7 +38,7 @@ import torch.nn.modules.module as _mm
 from torch.autograd.grad_mode import inference_mode, set_grad_enabled
 from torch.utils.weak import WeakIdKeyDictionary
 
-from gradlint.runtime.attribution import _skip_prefixes, _skipped, display_path, where
+from gradlint.runtime.attribution import _skip_prefixes, _skipped, display_path, skipped_file, where
 from gradlint.runtime.sites import bindings, enclosing_with, find_holders, location, user_frames, _tree
 from gradlint.runtime.watchers import Patching
 
@@ -54,7 +54,7 @@ def _describe(t: Any) -> str:
 
 
 def _user(frame: Any) -> bool:
-    return frame is not None and not _skipped(frame.f_code.co_filename, _skip_prefixes())
+    return frame is not None and not skipped_file(frame.f_code.co_filename)
 
 
 def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:

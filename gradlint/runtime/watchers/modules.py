@@ -407,8 +407,12 @@ class Modules(Patching):
                     rec.path, rec.line, related=rec.related)
 
     def _stale_instance(self, opt: Any) -> None:
+        for g in opt.param_groups:  # the usual step: the first parameter has a gradient
+            for p in g["params"]:
+                if p.grad is not None:
+                    return
         ps = [p for g in opt.param_groups for p in g["params"]]
-        if not ps or any(p.grad is not None for p in ps) or self._scans.get(id(opt), 0) >= 3:
+        if not ps or self._scans.get(id(opt), 0) >= 3:
             return
         self._scans[id(opt)] = self._scans.get(id(opt), 0) + 1
         ids, shapes = {id(p) for p in ps}, sorted(tuple(p.shape) for p in ps)

@@ -54,11 +54,18 @@ def _ptr(t: Any) -> int:
         return 0
 
 
+_BUILTIN: Dict[type, bool] = {}
+
+
 def _builtin(opt: Any) -> bool:
     """An optimizer class of torch itself (``torch.optim.Adam``, not a subclass elsewhere) with
     no step hooks of its own (the user's hooks run inside the step)."""
-    mod = type(opt).__module__ or ""
-    if not (mod == "torch.optim" or mod.startswith("torch.optim.")):
+    cls = type(opt)
+    ours = _BUILTIN.get(cls)
+    if ours is None:
+        mod = cls.__module__ or ""
+        ours = _BUILTIN[cls] = mod == "torch.optim" or mod.startswith("torch.optim.")
+    if not ours:
         return False
     return not (getattr(opt, "_optimizer_step_pre_hooks", None) or getattr(opt, "_optimizer_step_post_hooks", None))
 
@@ -89,6 +96,8 @@ class Steps(Watcher):
     def __init__(self, monitor: Any) -> None:
         super().__init__(monitor)
         self._opts: Any = weakref.WeakKeyDictionary()  # optimizer -> _State
+        self._live: List[_State] = []  # the states not known quiet (what backward() looks at)
+        self._pending: List[Tuple[Any, Site]] = []  # (weakref(optimizer), site): steps not yet snapshot
         self._by_ptr: Dict[int, _Grad] = {}
         self._cleared: Any = WeakIdKeyDictionary()  # param -> site: fresh gradients set to None
         self._zeroed: Dict[int, Tuple[Any, int, Site]] = {}  # address -> (ref, version, site): zeroed in place
@@ -105,6 +114,9 @@ class Steps(Watcher):
         self._handles = [optimizer.register_optimizer_step_pre_hook(self._pre),
                          optimizer.register_optimizer_step_post_hook(self._post)]
         self.m._gl_steps = self
+        _ZERO_GRAD_USERS.append(self)
+        if torch.optim.Optimizer.__dict__.get("zero_grad") is _ORIG_ZERO_GRAD:
+            torch.optim.Optimizer.zero_grad = _zero_grad  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
         for h in self._handles:
@@ -112,6 +124,43 @@ class Steps(Watcher):
         self._handles = []
         if getattr(self.m, "_gl_steps", None) is self:
             del self.m._gl_steps
+        if self in _ZERO_GRAD_USERS:
+            _ZERO_GRAD_USERS.remove(self)
+        if not _ZERO_GRAD_USERS and torch.optim.Optimizer.__dict__.get("zero_grad") is _zero_grad:
+            torch.optim.Optimizer.zero_grad = _ORIG_ZERO_GRAD  # type: ignore[method-assign]
+
+    def cleared_by_zero_grad(self, opt: Any) -> None:
+        """``opt.zero_grad()`` (``set_to_none=True``) of a built-in optimizer is about to set
+        every gradient of ``opt`` to None: what the ``.grad`` read and set taps would record, in
+        one pass (the call itself then runs quietly)."""
+        m = self.m
+        if m._leaves:
+            for p in _params(opt):
+                m._grad_read(p)
+        mine = [x for x in self._pending if x[0]() is opt]
+        if mine:  # the gradients its last step used, untouched since: the usual zero_grad()
+            self._pending = [x for x in self._pending if x[0]() is not opt]
+            self._materialize()  # (another optimizer's, before they may change)
+            st = self._opts.get(opt)
+            if st is not None:
+                st.snap, st.growers, st.quiet = [], [], True
+            return
+        self._materialize()
+        site: Optional[Site] = None
+        by_ptr = self._by_ptr
+        for p in _params(opt):
+            g = p.grad
+            if g is None:
+                continue
+            e = by_ptr.get(_ptr(g)) if by_ptr else None
+            if e is not None and e.ref() is g:
+                e.cleared = True
+                if g._version == e.version:
+                    continue  # the gradients the last step used: the usual zero_grad()
+            self._cleared[p] = site = site or where_raw()
+        st = self._opts.get(opt)
+        if st is not None and not st.quiet and all(e is None or e.cleared for e in st.snap):
+            st.quiet = True  # nothing left for backward() to look at
 
     # -- step hooks ------------------------------------------------------------------------
     def _pre(self, opt: Any, args: Any, kwargs: Any) -> None:
@@ -119,6 +168,8 @@ class Steps(Watcher):
             self._stepping.append(None)  # an optimizer stepped by another one (Lookahead): its business
             return
         self._stepping = [weakref.ref(opt)]  # (also after a step that raised)
+        if self._pending:
+            self._materialize()
         # a built-in optimizer's update is torch's own bookkeeping: nothing in it is checked, so
         # the mode only forwards its calls (most of a small model's intercepted calls); not with
         # a closure (the user's forward and backward run inside) nor on another thread
@@ -137,17 +188,27 @@ class Steps(Watcher):
             return
         self._stepping = []
         self.m._quiet = 0
-        try:
-            with _NoTF():
-                self._snapshot(opt)
-        except Exception:
-            pass
+        # the snapshot of the gradients this step used is taken when something may change them
+        # (backward(), a clearing, a clipping, the next step): the usual zero_grad() that comes
+        # first drops it unseen (O(1) per step instead of O(parameters))
+        self._pending = [x for x in self._pending if x[0]() is not opt and x[0]() is not None]
+        self._pending.append((weakref.ref(opt), where_raw()))
 
-    def _snapshot(self, opt: Any) -> None:
+    def _materialize(self) -> None:
+        pending, self._pending = self._pending, []
+        for ref, site in pending:
+            opt = ref()
+            if opt is not None:
+                try:
+                    with _NoTF():
+                        self._snapshot(opt, site)
+                except Exception:
+                    pass
+
+    def _snapshot(self, opt: Any, site: Site) -> None:
         st = self._opts.get(opt)
         if st is None:
             st = self._opts[opt] = _State()
-        site = where_raw()
         snap: List[Optional[_Grad]] = []
         by_ptr = self._by_ptr
         for p in _params(opt):
@@ -164,11 +225,15 @@ class Steps(Watcher):
             e.cleared, e.site, e.grown = False, site, None
             snap.append(e)
         st.snap, st.growers, st.quiet = snap, [], False
+        if not any(x is st for x in self._live):
+            self._live.append(st)
         if len(by_ptr) > 4 * len(snap) + 256:
             self._by_ptr = {k: e for k, e in by_ptr.items() if e.ref() is not None}
 
     def _check(self, opt: Any) -> None:
         st = self._opts.get(opt)
+        if not (st is not None and st.growers) and not (self._cleared or self._zeroed or self._clips):
+            return
         params = _params(opt)
         if st is not None and st.growers and len(st.snap) == len(params):
             for p, e in zip(params, st.snap):
@@ -217,12 +282,14 @@ class Steps(Watcher):
 
     # -- backward(): which recorded gradients does it grow? ------------------------------------
     def _armed(self) -> List[_State]:
-        out = [st for st in list(self._opts.values()) if not st.quiet]
-        return out if self._manual.quiet else out + [self._manual]
+        live = self._live = [st for st in self._live if not st.quiet]
+        return live if self._manual.quiet else live + [self._manual]
 
     def before_backward(self, roots: List[Any], retain: bool, is_grad: bool) -> None:
         if is_grad or self._stepping:
             return
+        if self._pending:
+            self._materialize()
         for st in self._armed():
             live = False
             for e in st.snap:
@@ -254,6 +321,8 @@ class Steps(Watcher):
     # -- hand-written steps --------------------------------------------------------------------
     def manual_update(self, t: Any) -> None:
         """``w -= lr * w.grad`` under no_grad, ``w.data.sub_(...)``: a hand-written step of ``w``."""
+        if self._pending:
+            self._materialize()
         if t.requires_grad:
             if not t.is_leaf or torch.is_grad_enabled():
                 return
@@ -287,6 +356,8 @@ class Steps(Watcher):
 
     # -- clearing ----------------------------------------------------------------------------
     def set_none(self, p: Any) -> None:
+        if self._pending:
+            self._materialize()
         g = p.grad
         if g is None:
             return
@@ -299,6 +370,8 @@ class Steps(Watcher):
 
     def zeroing(self, ts: List[Any]) -> List[Tuple[Optional[_Grad], Any, bool]]:
         """Before an in-place zeroing of ``ts``: ``(record, gradient, written since)`` each."""
+        if self._pending:
+            self._materialize()
         out = []
         for t in ts:
             if isinstance(t, _Tensor):
@@ -334,6 +407,34 @@ def _called_from(name: str, depth: int = 8) -> bool:
     return frame is not None and depth > 0
 
 
+# ------------------------------------------------------------------------------ zero_grad()
+_ORIG_ZERO_GRAD = torch.optim.Optimizer.__dict__["zero_grad"]
+_ZERO_GRAD_USERS: List[Steps] = []  # the active watchers (the innermost last)
+
+
+def _zero_grad(self: Any, *args: Any, **kwargs: Any) -> None:
+    """``Optimizer.zero_grad`` while a monitor is active: for a built-in optimizer clearing to
+    None on the monitor's thread, the taps' bookkeeping in one pass, then torch's own code runs
+    quietly (12 intercepted calls per 6 parameters fewer); otherwise unchanged."""
+    w = _ZERO_GRAD_USERS[-1] if _ZERO_GRAD_USERS else None
+    set_to_none = kwargs.get("set_to_none", args[0] if args else True)
+    if (w is None or not set_to_none or w.m._quiet or w._stepping or not _builtin(self)
+            or threading.get_ident() != w._thread):
+        return _ORIG_ZERO_GRAD(self, *args, **kwargs)
+    try:
+        with _NoTF():
+            w.cleared_by_zero_grad(self)
+    except Exception:
+        pass
+    w.m._quiet = 1
+    try:
+        return _ORIG_ZERO_GRAD(self, *args, **kwargs)
+    finally:
+        w.m._quiet = 0
+
+
+_zero_grad.__doc__ = _ORIG_ZERO_GRAD.__doc__
+
 # ------------------------------------------------------------------------------ taps (once)
 def _steps(m: Any) -> Optional[Steps]:
     w = getattr(m, "_gl_steps", None)
@@ -368,8 +469,11 @@ def _in_place(name: str) -> Any:
             zero = len(a) > 1 and isinstance(a[1], (int, float)) and a[1] == 0
             if name in _ZEROING or (zero and name in ("fill_", "mul_")):
                 acts = w.zeroing(ts)
-            elif w._by_ptr and name != "fill_":
-                clipping.clip_op(w, ts)
+            elif name != "fill_":
+                if w._pending:
+                    w._materialize()
+                if w._by_ptr:
+                    clipping.clip_op(w, ts)
         except Exception:
             acts = None
         out = call()
