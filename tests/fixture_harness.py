@@ -72,3 +72,67 @@ def load(path: Path) -> object:
         spec.loader.exec_module(mod)
         _modules[path] = mod
     return _modules[path]
+
+
+# ------------------------------------------------------------------------------ devices
+# Every example runs on the CPU, and on CUDA too when a GPU is present or GRADLINT_TEST_DEVICE=cuda
+# (then without a GPU the CUDA runs fail: asked for explicitly). An example runs on a device with
+# that device as torch's default (``torch.set_default_device``): the examples are written without
+# a device, so the same code runs on each. A fixture names the examples that are facts about CPU
+# tensors in a module-level ``CPU_ONLY = {"example_name": "reason"}`` ("*": the whole file).
+
+
+def test_devices() -> List[str]:
+    import os
+
+    import torch
+
+    wanted = os.environ.get("GRADLINT_TEST_DEVICE", "").strip().lower()
+    out = ["cpu"]
+    if wanted == "cuda" or (wanted in ("", "auto") and torch.cuda.is_available()):
+        out.append("cuda")
+    return out
+
+
+test_devices.__test__ = False  # type: ignore[attr-defined]  (not a test: pytest collects test_*)
+
+
+def cpu_only(path: Path) -> Dict[str, str]:
+    """The fixture's ``CPU_ONLY`` declaration, read without importing it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CPU_ONLY" for t in node.targets):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, dict) and all(isinstance(v, str) and v for v in value.values()), path
+            return value
+    return {}
+
+
+def device_reason(example: Example, device: str) -> str:
+    """Why ``example`` does not run on ``device`` ("" when it does)."""
+    if device == "cpu":
+        return ""
+    only = cpu_only(example.path)
+    return only.get(example.name) or only.get("*", "")
+
+
+class on_device:
+    """``with on_device("cuda"):`` torch's default device for the block (restored after)."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.prev = None
+
+    def __enter__(self) -> "on_device":
+        if self.device != "cpu":
+            import torch
+
+            self.prev = torch.get_default_device() if hasattr(torch, "get_default_device") else torch.device("cpu")
+            torch.set_default_device(self.device)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.prev is not None:
+            import torch
+
+            torch.set_default_device(self.prev)

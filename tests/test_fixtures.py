@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from fixture_harness import examples, expectations, fixture_files, helpers_used, load
+from fixture_harness import device_reason, examples, expectations, fixture_files, helpers_used, load, on_device, test_devices
 from gradlint.engine import Options, Task, lint_tasks
 from gradlint.rule import registry, visit_rules
 
@@ -62,9 +62,13 @@ def _all_examples():
     return [ex for p in FILES for ex in examples(p)]
 
 
+@pytest.mark.parametrize("device", test_devices())
 @pytest.mark.parametrize("ex", _all_examples(), ids=lambda e: e.id)
-def test_example_runs_as_declared(ex):
+def test_example_runs_as_declared(ex, device):
     from gradlint.testing import expectation
+
+    if device_reason(ex, device):
+        pytest.skip(f"{ex.id}: CPU only: {device_reason(ex, device)}")
 
     fn = getattr(load(ex.path), ex.name)
     spec = {k: v for k, v in (expectation(fn) or {}).items() if k != "shapes"}
@@ -77,13 +81,14 @@ def test_example_runs_as_declared(ex):
         warnings.simplefilter("always")
         torch.set_warn_always(True)
         try:
-            if "raises" in spec:
-                exc, match = spec["raises"]
-                with pytest.raises(exc, match=re.escape(match)):
-                    fn()
-                result = None
-            else:
-                result = fn()
+            with on_device(device):
+                if "raises" in spec:
+                    exc, match = spec["raises"]
+                    with pytest.raises(exc, match=re.escape(match)):
+                        fn()
+                    result = None
+                else:
+                    result = fn()
         finally:
             torch.set_warn_always(False)
     if "warns" in spec:

@@ -648,8 +648,13 @@ def _h_numpy(m: Monitor, func: Any, args: Any, kwargs: Any) -> Any:
         force = kwargs.get("force", args[1] if len(args) > 1 else False)
         if t.requires_grad and not force:
             what = "`.numpy()`" if func.__name__ == "numpy" else "a NumPy conversion (`np.asarray`, `np.array`, a ufunc)"
-            keys.append(m._report("GL201", f"{what} of a tensor that requires grad ({describe(t)}): torch raises; "
-                                           f"the gradient cannot flow through NumPy"))
+            if t.device.type == "cpu":
+                why = "torch raises; the gradient cannot flow through NumPy"
+            else:  # torch's first complaint there is the device: a `.cpu()` would meet the second
+                why = (f"torch raises (NumPy takes CPU tensors only, and this one is on {t.device}); and with "
+                       f"`.cpu()` it still requires grad: the gradient cannot flow through NumPy, use "
+                       f"`.detach().cpu()`")
+            keys.append(m._report("GL201", f"{what} of a tensor that requires grad ({describe(t)}): {why}"))
         elif m.deep and m._saved:
             m._export(t)
     except Exception:
