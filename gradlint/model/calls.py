@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.env import Env
-from gradlint.model.names import dotted, rebound_names
+from gradlint.model.names import dotted, grad_attribute, rebound_names
 from gradlint.model.syntax import (
     const_bool, conversion_copies, dtype_conversion, kwarg, kwvalue, positional, retains,
 )
@@ -349,7 +349,8 @@ class CallMixin:
             return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
         if q in api.BACKWARD_FUNCS:
             if args:
-                self.backward_on(node, args[0], dotted(node.args[0].value), retain=retains(node))
+                self.backward_on(node, args[0], dotted(node.args[0].value), retain=retains(node),
+                                 inputs=_inputs(node, args, 1 if q == "torch.autograd.grad" else None))
             self._escape(args[1:])  # autograd.grad(loss, inputs): gradients of these are wanted
             return UNKNOWN_VALUE
         if q in api.DIFF_FUNCS:
@@ -435,7 +436,7 @@ class CallMixin:
             if kind == UNKNOWN and args and node.args[0].keyword is None:
                 receiver = args[0]  # accelerator.backward(loss), manual_backward(loss)
                 key = dotted(node.args[0].value)
-            self.backward_on(node, receiver, key, retain=retains(node))
+            self.backward_on(node, receiver, key, retain=retains(node), inputs=_inputs(node, args, None))
             return UNKNOWN_VALUE
         if attr in ("step", "zero_grad"):
             self._train_call(receiver, attr, node)
@@ -500,9 +501,11 @@ class CallMixin:
         if attr == "detach" or attr == "detach_":
             if kind == TENSOR:
                 src = receiver if receiver.rg else receiver.src
-                out = plain_tensor(cuts=receiver.cuts, src=src,
-                                   alias_of=receiver if attr == "detach" else None,
-                                   alias_kind="detach" if attr == "detach" else None)
+                if attr == "detach":
+                    out = plain_tensor(cuts=receiver.cuts, src=src, alias_of=receiver, alias_kind="detach")
+                else:  # in place: the same tensor, still what it aliased (`p.grad.detach_()` is p's .grad)
+                    out = plain_tensor(cuts=receiver.cuts, src=src, alias_of=receiver.alias_of,
+                                       alias_kind=receiver.alias_kind)
                 if src is not None:
                     out.made, out.made_node = "computed", self.current_statement  # where the graph is cut
                 key = dotted(node.func.value) if attr == "detach_" else None  # type: ignore[attr-defined]
@@ -539,6 +542,10 @@ class CallMixin:
         if kind == NDARRAY:
             return Value(NDARRAY, src=receiver.src, cuts=union([receiver.cuts] + [a.cuts for a in args]))
         if kind != TENSOR:
+            if attr == "zero_" and kind == UNKNOWN and grad_attribute(node.func.value):  # type: ignore[attr-defined]
+                # `param.grad.zero_()` of a parameter the model does not know (a helper's
+                # `for param in params`): it clears gradients, as `param.grad = None` does
+                self.log("zero_grad_keep", dotted(node.func.value), node)  # type: ignore[attr-defined]
             return UNKNOWN_VALUE
         if attr.endswith("_") and not attr.startswith("_") and attr not in api.NOT_INPLACE:
             if not (attr == "copy_" and node.args and dotted(node.args[0].value) == dotted(node.func.value)):  # type: ignore[attr-defined]
@@ -595,3 +602,20 @@ class CallMixin:
             self.retained.add(receiver.id)
         self._escape([receiver])  # retain_grad(), register_hook(), ...
         return UNKNOWN_VALUE
+
+
+def _inputs(node: cst.Call, args: List[Value], position: Optional[int]) -> Optional[Value]:
+    """The value of a backward call's ``inputs`` (``autograd.grad(loss, inputs)``: its second
+    positional argument; ``backward(inputs=...)``), or None."""
+    n = 0
+    for a, v in zip(node.args, args):
+        if a.keyword is not None:
+            if a.keyword.value == "inputs":
+                return v
+        elif not a.star:
+            if n == position:
+                return v
+            n += 1
+        else:
+            return None  # `*args`: positions unknown
+    return None

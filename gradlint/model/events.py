@@ -10,7 +10,7 @@ import libcst as cst
 from gradlint.model.env import FREED
 from gradlint.model.names import dotted, reads_grad_of
 from gradlint.model.syntax import const_bool, kwvalue
-from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value, join_values
+from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value, flatten, join_values
 
 
 class Event:
@@ -149,7 +149,14 @@ class EventMixin:
         self.savers.add(value.id)
         self.saver_stmt[value.id] = self.current_statement
 
-    def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False) -> None:
+    def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False,
+                    inputs: Optional[Value] = None) -> None:
+        """``inputs``: the tensors the gradients are asked for (``autograd.grad(loss, inputs)``,
+        ``backward(inputs=...)``): the engine stops at them, so what they were computed from
+        (their own graph) is neither run nor freed."""
+        below: frozenset = frozenset()
+        if inputs is not None:
+            below = frozenset().union(*(i.deps for i in flatten(inputs) if i.kind == TENSOR))
         values = value.items if value.kind == TUPLE else (value,)
         if value.kind == UNKNOWN and value.items:
             # backward() on a name that holds one of these tensors or a number: a tensor (evidence)
@@ -173,13 +180,14 @@ class EventMixin:
             self.backwarded.add(v.id)
             if v.kind == TENSOR:
                 self.backwarded_deps |= v.deps
+            run = v.deps - below if below else v.deps  # the nodes this backward runs
             if (loop is not None and not retain and not self.repeat and not self.expecting_error
-                    and v.kind == TENSOR and any(d < loop.start_id and d in self.savers for d in v.deps)):
+                    and v.kind == TENSOR and any(d < loop.start_id and d in self.savers for d in run)):
                 loop.before.append((node, v, key))  # judged when the loop's walk ends
             if not retain:
                 for loop in self.loops:
-                    loop.freed |= v.deps
-                new = {d for d in v.deps if d in self.savers}
+                    loop.freed |= run
+                new = {d for d in run if d in self.savers}
                 for d in new:
                     self.freed_by.setdefault(d, (node, self.current_statement))
                 if new:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -225,6 +225,32 @@ def called_names(node: cst.CSTNode) -> Set[str]:
                 names.add(f.attr.value)
         stack.extend(node_children(n))
     return names
+
+
+def grad_attribute(node: Any) -> bool:
+    """Is ``node`` the ``.grad`` of something, or its ``.data`` (``p.grad``, ``p.grad.data``)?"""
+    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+        node = node.value
+    return isinstance(node, cst.Attribute) and node.attr.value == "grad"
+
+
+def clears_grad(node: cst.CSTNode) -> bool:
+    """Does the code under ``node`` (not a nested function's or class's) clear a ``.grad`` in
+    place or drop it (``p.grad.zero_()``, ``p.grad.data.zero_()``, ``p.grad = None``)? For rare
+    checks only (once per function), never per node."""
+    stack: List[cst.CSTNode] = node_children(node)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "zero_" \
+                and grad_attribute(n.func.value):
+            return True
+        if isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == "None" \
+                and any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in n.targets):
+            return True
+        stack.extend(node_children(n))
+    return False
 
 
 def rebound_names(node: cst.CSTNode) -> Set[str]:

@@ -57,6 +57,7 @@ class Walker(CallWalker):
                     self.events.setdefault(attr[3:], []).append(getattr(r, attr))
         self.errors: List[RuleError] = []
         self._eventful_cache: Optional[set] = None
+        self._clearing_cache: set = set()
         self._eventful_size = (0, 0)
         self._called_memo: Dict[Any, Any] = {}
         self._summarising: set = set()  # functions of other modules being summarised (walk_calls)

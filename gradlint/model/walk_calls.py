@@ -11,7 +11,7 @@ import libcst as cst
 
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
-from gradlint.model.names import called_names, dotted, node_children
+from gradlint.model.names import called_names, clears_grad, dotted, node_children
 from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
 from gradlint.model.values import CONST, INSTANCE, MODULE, UNKNOWN, Value, join_values
 
@@ -65,6 +65,12 @@ class CallWalker:
         model = self.model
         if (fn in model.inline_stack or fn in model.function_stack or len(model.inline_stack) >= INLINE_DEPTH
                 or model.inline_budget <= 0 or self._is_generator(fn)):
+            if not self._is_generator(fn) and fn.name.value in self._clearing_names() \
+                    and not (receiver is not None and fn.name.value == "zero_grad"):
+                # not walked here (too deep), but what it runs clears gradients: the loop that
+                # calls it clears them (`self.mp_trainer.zero_grad()` of a helper over the
+                # parameters); a method named zero_grad is logged as such by the caller
+                model.log("zero_grad", None, call)
             return None
         if id(fn) in model.fn_scope and receiver is None and not self.muted and receiver_key is None \
                 and all(a.kind in (UNKNOWN, CONST, "scalar") for a in args) \
@@ -275,6 +281,7 @@ class CallWalker:
         fns = list(model.functions.values()) + model.foreign_functions \
             + [m for c in model.classes.values() for m in c.methods.values()]
         calls: Dict[str, set] = {}
+        clearing: set = set()
         for fn in fns:
             # each function's called names: once per file for its own, once per process for
             # another module's (kept with its tree)
@@ -283,16 +290,38 @@ class CallWalker:
             if names is None:
                 names = memo[("called", id(fn))] = called_names(fn.body)
             calls.setdefault(fn.name.value, set()).update(names)
-        eventful = {name for name, called in calls.items() if called & _EVENT_CALLS}
-        changed = True
-        while changed:
-            changed = False
-            for name, called in calls.items():
-                if name not in eventful and called & eventful:
-                    eventful.add(name)
-                    changed = True
+            clears = memo.get(("clears", id(fn)))
+            if clears is None:
+                clears = memo[("clears", id(fn))] = clears_grad(fn.body)
+            if clears:  # `for p in params: p.grad.zero_()`: clears gradients as zero_grad() does
+                clearing.add(fn.name.value)
+        eventful = {name for name, called in calls.items() if called & _EVENT_CALLS} | clearing
+        _close(eventful, calls)
+        # what clears gradients when called: `.zero_grad()`, `p.grad.zero_()`, `p.grad = None`
+        # in it or in a function of the file (or project) it calls
+        clearing |= {name for name, called in calls.items() if "zero_grad" in called}
+        _close(clearing, calls)
+        self._clearing_cache = clearing
         self._eventful_cache = eventful
         return eventful
+
+    def _clearing_names(self) -> set:
+        """Names of the functions and methods that clear gradients when called, directly or
+        through a function they call (``zero_grad(self.model_params)`` of a helper that runs
+        ``param.grad.zero_()``): computed with ``_eventful_names``."""
+        self._eventful_names()
+        return self._clearing_cache
+
+
+def _close(names: set, calls: Dict[str, set]) -> None:
+    """Add to ``names`` every function name whose body calls one of them, until none is added."""
+    changed = True
+    while changed:
+        changed = False
+        for name, called in calls.items():
+            if name not in names and called & names:
+                names.add(name)
+                changed = True
 
 
 def _is_generator(fn: cst.FunctionDef) -> bool:
