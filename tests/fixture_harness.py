@@ -61,6 +61,30 @@ def helpers_used(path: Path, example: Example) -> List[Example]:
     return [h for h in examples(path, ("_",)) if re.search(rf"\b{re.escape(h.name)}\b", text)]
 
 
+# What torch does differently before a version, in a comment right above an example (above its
+# decorators), e.g. `# before torch 2.13: raises TypeError "received an invalid combination"`:
+# on an older torch the example's @raises is this one instead.
+BEFORE = re.compile(r'#\s*before torch (\d+)\.(\d+):\s*raises (\w+) "([^"]*)"')
+
+
+def declared(example: Example, spec: dict) -> dict:
+    """``spec`` (the example's decorators) with the ``# before torch X.Y:`` comments above the
+    example applied for the running torch."""
+    import builtins
+
+    import torch
+
+    running = tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2])
+    lines = example.path.read_text(encoding="utf-8").splitlines()
+    i = example.first - 2
+    while i >= 0 and lines[i].lstrip().startswith("#"):
+        m = BEFORE.search(lines[i])
+        if m and running < (int(m.group(1)), int(m.group(2))):
+            spec = {**spec, "raises": (getattr(builtins, m.group(3)), m.group(4))}
+        i -= 1
+    return spec
+
+
 _modules: Dict[Path, object] = {}
 
 

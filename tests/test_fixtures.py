@@ -8,7 +8,9 @@ import warnings
 
 import pytest
 
-from fixture_harness import device_reason, examples, expectations, fixture_files, helpers_used, load, on_device, test_devices
+from fixture_harness import (
+    declared, device_reason, examples, expectations, fixture_files, helpers_used, load, on_device, test_devices,
+)
 from gradlint.engine import Options, Task, lint_tasks
 from gradlint.rule import registry, visit_rules
 
@@ -71,7 +73,7 @@ def test_example_runs_as_declared(ex, device):
         pytest.skip(f"{ex.id}: CPU only: {device_reason(ex, device)}")
 
     fn = getattr(load(ex.path), ex.name)
-    spec = {k: v for k, v in (expectation(fn) or {}).items() if k != "shapes"}
+    spec = declared(ex, {k: v for k, v in (expectation(fn) or {}).items() if k != "shapes"})
     if ex.name.startswith("bad_"):
         assert spec, f"{ex.id}: a bad example must declare what torch does (@raises/@warns/@silently_wrong)"
     else:

@@ -66,6 +66,10 @@ DEEP_ONLY = {
 
 # Bad examples of covered codes that neither level can report, and why.
 OUT_OF_REACH = {
+    "GL601_missing_zero_grad::bad_master_params_model_grads_never_cleared":
+        "the stepped parameter's .grad is a new tensor at every step (a copy of the model's growing "
+        "gradient): the monitor compares the .grad tensors a step consumes, and the growth happens in "
+        "another tensor the optimizer never sees; static mode follows the copy",
     "GL501_graph_kept_alive::bad_total_loss_without_backward":
         "no backward() runs: the runtime compares what is kept across back-propagated steps",
     "GL203_detach_then_requires_grad::bad_module_attribute_fc_weight_detached":

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import inspect
+import sys
 import weakref
 from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Tuple
 
@@ -51,6 +52,15 @@ __all__ = ["Monitor", "monitor", "describe"]
 Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
 _is_compiling = torch.compiler.is_dynamo_compiling  # a constant False outside dynamo's tracing
+try:
+    # torch.compile up to 2.4 keeps the mode active while it compiles: dynamo runs each traced op
+    # on fake tensors (get_fake_value, under its FakeTensorMode) through this mode, where
+    # _is_compiling() is False; later versions (2.11, 2.13) clear the torch-function mode stack
+    # while compiling. Under a FakeTensorMode nothing real runs: nothing to check.
+    _FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
+    _dispatch_mode = torch._C._get_dispatch_mode
+except AttributeError:  # pragma: no cover - a torch without dispatch-mode keys
+    _FAKE_KEY, _dispatch_mode = None, lambda key: None
 
 MODIFIED = "modified by an inplace operation"
 _NO_KWARGS: Dict[str, Any] = {}  # handlers only read kwargs
@@ -116,6 +126,37 @@ def _graph_freed(node: Any) -> bool:
     return False
 
 
+def _wrappers_kept() -> bool:
+    """Does an autograd node keep its Python object for as long as the node lives? torch 2.13
+    does (the node holds it in a ``PyObjectSlot``, pytorch#181390). Up to torch 2.12 the object
+    dies with its last Python reference and the next ``grad_fn``/``next_functions`` read makes
+    a new one, often at the address just freed: ``id(node)`` then names no node, not even
+    within one walk of a graph (torch 2.4.1 and 2.11.0, measured). Detected, not assumed by
+    version: the address of ``a``'s dropped node object is taken by ``b``'s before ``a``'s is
+    read again."""
+    try:
+        with torch.enable_grad():
+            x = torch.ones(1, requires_grad=True)
+            a, b = x * 1, x * 1
+        first = id(a.grad_fn)
+        other = b.grad_fn  # noqa: F841 (held: takes the freed address where nothing keeps a's)
+        return id(a.grad_fn) == first
+    except Exception:
+        return True
+
+
+def _metadata_key(node: Any) -> int:
+    try:
+        return id(node.metadata)  # a dict the C++ node owns: one per node, whatever wraps it
+    except Exception:
+        return id(node)
+
+
+#: the identity of an autograd node for ``seen`` sets and across backward() calls: ``id(node)``
+#: where torch keeps a node's Python object (2.13), else the id of its ``metadata`` dict
+node_key: Callable[[Any], int] = id if _wrappers_kept() else _metadata_key
+
+
 def _tensors(value: Any) -> List[Tensor]:
     if isinstance(value, Tensor):
         return [value]
@@ -166,9 +207,9 @@ def _inputs_have_grads(y: Tensor, limit: int = 10_000) -> bool:
     seen = set()
     while stack and len(seen) < limit:
         node = stack.pop()
-        if node is None or id(node) in seen:
+        if node is None or node_key(node) in seen:
             continue
-        seen.add(id(node))
+        seen.add(node_key(node))
         var = getattr(node, "variable", None)
         if var is not None and var.grad is not None:
             return True
@@ -269,7 +310,9 @@ class Monitor(TorchFunctionMode):
             except RuntimeError as exc:  # free when nothing is raised
                 self.translate(exc, func, args, kwargs or _NO_KWARGS)
                 raise
-        if _is_compiling():  # torch.compile traces through modes: stay out of its graphs
+        if _is_compiling() or _dispatch_mode(_FAKE_KEY) is not None:
+            # torch.compile traces through modes (or, up to torch 2.4, runs fake tensors through
+            # them): stay out of its graphs
             return func(*args, **kwargs) if kwargs else func(*args)
         try:
             return handler(self, func, args, kwargs or _NO_KWARGS)
@@ -567,9 +610,9 @@ class Monitor(TorchFunctionMode):
         root_ids = {id(r) for r in roots}
         while stack and len(seen) < 200_000:
             node = stack.pop()
-            if node is None or id(node) in seen:
+            if node is None or node_key(node) in seen:
                 continue
-            seen.add(id(node))
+            seen.add(node_key(node))
             var = getattr(node, "variable", None)
             if var is not None:
                 leaves.add(id(var))
@@ -579,7 +622,7 @@ class Monitor(TorchFunctionMode):
             if z is None:
                 continue
             y_node = y.grad_fn if y is not None else None
-            if id(z) in root_ids or (y_node is not None and id(y_node) in seen) or (y is not None and id(y) in root_ids):
+            if id(z) in root_ids or (y_node is not None and node_key(y_node) in seen) or (y is not None and id(y) in root_ids):
                 del self._leaves[key]  # GL205's case, or the original graph is back-propagated too
             elif id(z) in leaves:
                 cand.reached = True
@@ -920,11 +963,26 @@ def _classify(func: Any) -> Optional[Callable[..., Any]]:
         module = getattr(func, "__module__", None)
         if qual.startswith(("TensorBase.", "Tensor.", "_VariableFunctionsClass.")) or module in _INPLACE_MODULES:
             handler = _h_inplace
+    if _dynamo_compiling():
+        return handler  # not cached: see _dynamo_compiling
     try:
         _TABLE[func] = handler
     except TypeError:
         pass
     return handler
+
+
+def _dynamo_compiling() -> bool:
+    """torch.compile is compiling a frame. Having traced ``__torch_function__``'s lookups in
+    ``_TABLE``, dynamo guards on the table (``len(_TABLE) == n``, torch 2.11) and then builds the
+    guards with the mode active again, through calls (``size``, ``stride``, ...) that would be
+    classified and cached here: the table grows and dynamo raises "Guard failed on the same frame
+    it was created" in the user's program (torch 2.11.0 measured; not 2.4.1 nor 2.13)."""
+    guards = sys.modules.get("torch._guards")
+    try:
+        return guards is not None and guards.CompileContext.try_get() is not None
+    except Exception:
+        return False
 
 
 def tap(func: Any, wrapper: Callable[..., Any]) -> None:

@@ -31,7 +31,7 @@ from typing import Any, Deque, FrozenSet, List, Optional, Set, Tuple
 from torch import Tensor
 
 from gradlint.runtime.attribution import display_path, where, where_raw
-from gradlint.runtime.mode import _graph_freed
+from gradlint.runtime.mode import _graph_freed, node_key
 from gradlint.runtime.sites import binding_line, bindings, find_holders, growth_lines, location, user_frames
 from gradlint.runtime.watchers import Watcher
 
@@ -43,14 +43,14 @@ SCAN_EVERY = 8  # GL501: frames are scanned after backward() 2, 3, 4 and then ev
 SCAN_SHARE = 200  # ... and after the 64th, only when the program ran 200x the last scan's time since
 
 def graph_ids(roots: List[Any], limit: int = MAX_NODES) -> Set[int]:
-    """Ids of the autograd nodes reachable from the roots' ``grad_fn``."""
+    """Ids (``node_key``) of the autograd nodes reachable from the roots' ``grad_fn``."""
     seen: Set[int] = set()
     stack = [r.grad_fn for r in roots if getattr(r, "grad_fn", None) is not None]
     while stack and len(seen) < limit:
         node = stack.pop()
-        if node is None or id(node) in seen:
+        if node is None or node_key(node) in seen:
             continue
-        seen.add(id(node))
+        seen.add(node_key(node))
         stack.extend(n for n, _ in node.next_functions)
     return seen
 
@@ -66,16 +66,16 @@ def _freed_region(roots: List[Any]) -> Tuple[Set[int], Set[int]]:
         if done:
             order.append(node)
             continue
-        if node is None or id(node) in nodes:
+        if node is None or node_key(node) in nodes:
             continue
-        nodes[id(node)] = node
+        nodes[node_key(node)] = node
         stack.append((node, True))
-        stack.extend((n, False) for n, _ in node.next_functions if n is not None and id(n) not in nodes)
+        stack.extend((n, False) for n, _ in node.next_functions if n is not None and node_key(n) not in nodes)
     freed = {i for i, n in nodes.items() if _graph_freed(n)}
     reaching = set(freed)
     for node in order:  # post-order: children first
-        if id(node) not in reaching and any(n is not None and id(n) in reaching for n, _ in node.next_functions):
-            reaching.add(id(node))
+        if node_key(node) not in reaching and any(n is not None and node_key(n) in reaching for n, _ in node.next_functions):
+            reaching.add(node_key(node))
     return freed, reaching
 
 
@@ -105,9 +105,9 @@ def _steps_in(t: Any, limit: int = 64) -> Set[int]:
     seen: Set[int] = set()
     while stack and len(seen) < limit:
         node = stack.pop()
-        if node is None or id(node) in seen:
+        if node is None or node_key(node) in seen:
             continue
-        seen.add(id(node))
+        seen.add(node_key(node))
         meta = _meta(node)
         if meta and STEP in meta:
             out.add(meta[STEP])
@@ -237,12 +237,15 @@ class Graphs(Watcher):
     def _shared_site(self, roots: List[Any], freed: Set[int], reaching: Set[int],
                      walked: FrozenSet[int]) -> Optional[Tuple[str, int, str, bool]]:
         """The statement that bound the variable holding the shared (freed) part."""
-        root_nodes = {id(r.grad_fn) for r in roots if getattr(r, "grad_fn", None) is not None}
+        root_nodes = {node_key(r.grad_fn) for r in roots if getattr(r, "grad_fn", None) is not None}
         frames = list(user_frames())
 
         def shared(v: Any) -> bool:
             fn = getattr(v, "grad_fn", None)
-            return fn is not None and id(fn) in reaching and id(fn) in walked and id(fn) not in root_nodes
+            if fn is None:
+                return False
+            key = node_key(fn)
+            return key in reaching and key in walked and key not in root_nodes
 
         def carried(v: Any) -> bool:  # its graph goes through the freed part (checked below)
             return getattr(v, "grad_fn", None) is not None
