@@ -43,8 +43,10 @@ class GraphKeptAlive(Rule):
     summing tensors also costs time in every step.
 
     Not reported: `total += loss.item()`, `losses.append(loss.detach())`, accumulation under
-    `torch.no_grad()`, and an accumulated loss that is back-propagated later in the same
-    function, itself or through a loss computed from it after the loop (summing losses to call
+    `torch.no_grad()` (also in a LightningModule's `validation_step`, `test_step` and
+    `predict_step`, which Lightning runs without grad), and an accumulated loss that is
+    back-propagated later in the same function, itself or through a loss computed from it after
+    the loop (`loss.backward()`, Lightning's `self.manual_backward(loss)`: summing losses to call
     `backward()` once is deliberate).
 
     ## Example

@@ -8,6 +8,12 @@ from gradlint.model.names import called_names, dotted
 from gradlint.rule import Rule, Severity
 
 _DROPOUT_BN = ("Dropout", "BatchNorm", "InstanceNorm")
+# module containers: what is passed to them (their items, for a list or a dict) is registered
+_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"})
+# methods of a module container that register what they are given (`self.gates.extend(...)`)
+_CONTAINER_ADDS = frozenset({"append", "extend", "insert", "update", "add_module", "register_module"})
+# calls that pass on the items of their arguments (`nn.ModuleList(list(self.heads))`)
+_ITEM_PASSING = frozenset({"list", "tuple", "reversed", "dict", "zip", "enumerate", "OrderedDict", "chain"})
 
 
 def _trainable(v: Any, model: Any = None, seen: Optional[Set[str]] = None) -> bool:
@@ -69,7 +75,10 @@ class UnregisteredSubmodule(Rule):
     ```
 
     A class that registers such modules itself (`self.add_module(name, module)`,
-    `register_parameter`, `setattr`) is not reported.
+    `register_parameter`, `setattr`) is not reported, nor a plain list or dict used as
+    scaffolding whose modules the class then hands to a module container
+    (`self.blocks = nn.ModuleList(self.block_list)`, `nn.Sequential(*self.layers)`,
+    `self.stages.extend(self.block_list)` on an `nn.ModuleList`): those modules are registered.
 
     ## Use instead
     ```python
@@ -95,12 +104,25 @@ class UnregisteredSubmodule(Rule):
         self._pending: Dict[int, List[Any]] = {}
         # per class: the self.<attr> keys that __init__ rebinds to a registered container
         self._registered: Dict[int, Set[str]] = {}
+        # per class: the names (`self.blocks`, `layers`) whose items are handed to a module
+        # container, with the last time (in walk order) that they were
+        self._handed: Dict[int, Dict[str, int]] = {}
+        self._tick = 0
 
-    def _defer(self, node: cst.CSTNode, **args: Any) -> None:
+    def _defer(self, node: cst.CSTNode, names: Set[str], modules: bool, **args: Any) -> None:
+        """A finding, decided when the class is over; ``names``: what its modules may be handed on
+        as to a container (``modules``: the finding is about modules, not a tensor weight)."""
         cls = self.model.class_stack[-1]
         pending = self._pending.setdefault(id(cls), [])
-        if all(n is not node for n, _, _ in pending):  # (a method walked again at a call of it)
-            pending.append((node, self.model.here(), args))
+        if all(n is not node for n, *_ in pending):  # (a method walked again at a call of it)
+            pending.append((node, self.model.here(), args, names if modules else set(), self._tick))
+
+    def _hand(self, exprs: List[cst.BaseExpression]) -> None:
+        """The items of these expressions go into a module container (in a method of the class)."""
+        handed = self._handed.setdefault(id(self.model.class_stack[-1]), {})
+        for expr in exprs:
+            for name in _passed_names(expr):
+                handed[name] = self._tick
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         pending = self._pending.pop(id(node), [])
@@ -110,9 +132,12 @@ class UnregisteredSubmodule(Rule):
         if called_names(node.body) & self._REGISTERS:
             return
         registered = self._registered.pop(id(node), set())
-        for n, context, args in pending:
+        handed = self._handed.pop(id(node), {})
+        for n, context, args, names, tick in pending:
             if args["key"] in registered:
                 continue  # `self.layers = nn.Sequential(*self.layers)` later in __init__
+            if any(handed.get(name, -1) > tick for name in names):
+                continue  # scaffolding: `self.transforms = nn.ModuleList(self.transform)` after the appends
             self.report(n, context=context, **args)
 
     def _in_module_method(self) -> Optional[str]:
@@ -134,6 +159,7 @@ class UnregisteredSubmodule(Rule):
         return holder == "self" or self.model.lookup(holder).kind == "module"
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self._tick += 1
         method = self._in_module_method()
         if len(node.targets) != 1 or method is None:
             return
@@ -148,7 +174,9 @@ class UnregisteredSubmodule(Rule):
         v = self.model.value_of(node.value)
         what = self._what(v, node.value)
         if what and (method == "__init__" or v.kind != "tensor"):  # (a hidden state set in init_hidden())
-            self._defer(node, key=key, what=what)
+            # the modules are handed on later under this attribute's name or the name it copies
+            names = {key} | ({dotted(node.value)} if dotted(node.value) is not None else set())
+            self._defer(node, names, v.kind != "tensor", key=key, what=what)
 
     def _what(self, v: Any, expr: cst.BaseExpression) -> Optional[str]:
         if isinstance(expr, (cst.List, cst.Tuple)) and all(
@@ -161,8 +189,22 @@ class UnregisteredSubmodule(Rule):
             return "is a plain tensor with requires_grad=True, not an nn.Parameter"
         return None
 
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._tick += 1
+        # `self.stages += self.block_list` on an nn.ModuleList (its extend)
+        if isinstance(node.operator, cst.AddAssign) and self._in_module_method() is not None \
+                and self.model.value_of(node.target).kind == "module":
+            self._hand([node.value])
+
     def visit_Call(self, node: cst.Call) -> None:
+        self._tick += 1
         func = node.func
+        if node.args and self._in_module_method() is not None:
+            if (self.model.qualname(func) or "") in _CONTAINERS:
+                self._hand([a.value for a in node.args])  # nn.ModuleList(self.transform)
+            elif isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_ADDS \
+                    and self.model.value_of(func.value).kind == "module":
+                self._hand([a.value for a in node.args])  # self.gates.extend(self.transform)
         if not (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert")):
             return
         if not node.args or self._in_module_method() is None:
@@ -175,9 +217,40 @@ class UnregisteredSubmodule(Rule):
             return  # only a plain list assigned in this __init__ (an nn.ModuleList is a module)
         arg = self.model.value_of(node.args[-1].value)
         if _trainable(arg, self.model) or (arg.kind == "tuple" and any(_trainable(i, self.model) for i in arg.items)):
-            self._defer(node, key=key, what="is a plain list that modules are appended to")
+            self._defer(node, {key}, True, key=key, what="is a plain list that modules are appended to")
 
 
 def _is_self_attr(expr: cst.BaseExpression) -> bool:
     key = dotted(expr)
     return key is not None and key.startswith("self.")
+
+
+def _passed_names(expr: cst.BaseExpression) -> Set[str]:
+    """The names (``self.blocks``, ``layers``) whose items ``expr`` passes on: the expression
+    itself, the elements of a literal (``[*self.a, *self.b]``), ``list(self.a)``,
+    ``self.d.values()``, ``self.a + self.b``, ``(m for m in self.a)``."""
+    out: Set[str] = set()
+    stack: List[Any] = [expr]
+    while stack:
+        e = stack.pop()
+        key = dotted(e)
+        if key is not None:
+            out.add(key)
+        elif isinstance(e, (cst.List, cst.Tuple, cst.Set)):
+            stack.extend(el.value for el in e.elements)
+        elif isinstance(e, cst.Dict):
+            stack.extend(el.value for el in e.elements)
+        elif isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Add):
+            stack.extend((e.left, e.right))
+        elif isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+            comp = e.for_in
+            while comp is not None:
+                stack.append(comp.iter)
+                comp = comp.inner_for_in
+        elif isinstance(e, cst.Call):
+            func = e.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("values", "items") and not e.args:
+                stack.append(func.value)
+            elif (dotted(func) or "").rsplit(".", 1)[-1] in _ITEM_PASSING:
+                stack.extend(a.value for a in e.args)
+    return out

@@ -66,6 +66,8 @@ DEEP_ONLY = {
 
 # Bad examples of covered codes that neither level can report, and why.
 OUT_OF_REACH = {
+    "GL501_graph_kept_alive::bad_validation_step_of_a_plain_class_keeps_the_graph":
+        "no backward() runs: the runtime compares what is kept across back-propagated steps",
     "GL601_missing_zero_grad::bad_master_params_model_grads_never_cleared":
         "the stepped parameter's .grad is a new tensor at every step (a copy of the model's growing "
         "gradient): the monitor compares the .grad tensors a step consumes, and the growth happens in "

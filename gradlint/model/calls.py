@@ -395,6 +395,9 @@ class CallMixin:
                 and args[0].items and all(i.kind == MODULE for i in args[0].items):
             layers = args[0].items
             return Value(MODULE, params=True if any(i.params for i in layers) else None, items=layers)
+        if q in api.MODULE_CONTAINERS:
+            # `nn.ModuleList()`, `nn.ModuleDict(heads)`: a module whose layers are not known here
+            return Value(MODULE, params=None)
         if q in api.NUMPY_FROM_TENSOR:
             a = args[0] if args else UNKNOWN_VALUE
             if a.kind == TENSOR:
@@ -431,11 +434,15 @@ class CallMixin:
             frozen = (key is not None and self.frozen(key)) or (kind == MODULE and receiver.params is False)
             return Value(PARAMS if attr == "parameters" else NAMED_PARAMS, node=key, params=False if frozen else None,
                          alias_of=receiver, made="generator")  # (the parameters of that module)
-        if attr == "backward":
+        if attr in ("backward", "manual_backward"):
             key = dotted(node.func.value)  # type: ignore[attr-defined]
-            if kind == UNKNOWN and args and node.args[0].keyword is None:
-                receiver = args[0]  # accelerator.backward(loss), manual_backward(loss)
+            if (kind == UNKNOWN or attr == "manual_backward") and args and node.args[0].keyword is None:
+                # accelerator.backward(loss); self.manual_backward(loss) (a LightningModule's,
+                # which calls loss.backward() itself)
+                receiver = args[0]
                 key = dotted(node.args[0].value)
+            elif attr == "manual_backward":
+                return UNKNOWN_VALUE
             self.backward_on(node, receiver, key, retain=retains(node), inputs=_inputs(node, args, None))
             return UNKNOWN_VALUE
         if attr in ("step", "zero_grad"):

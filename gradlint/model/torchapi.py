@@ -151,6 +151,8 @@ PARAM_MODULES = frozenset(
     PReLU""".split()
 )
 CONTAINER_MODULES = frozenset({"torch.nn.Sequential"})
+# containers of modules that are not called: a module all the same (it registers what it holds)
+MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict"})
 MODULE_BASES = frozenset({"torch.nn.Module"})
 
 NUMPY_FROM_TENSOR = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"})

@@ -29,6 +29,11 @@ _NEUTRAL_DECORATORS = frozenset(
 )
 _FUNCTION_BASES = ("Function", "InplaceFunction")
 _AUTOGRAD_FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
+# The hooks of a LightningModule that Lightning's evaluation loops call with grad off (under
+# torch.inference_mode, or torch.no_grad with Trainer(inference_mode=False)); training_step is
+# called with grad on.
+_LIGHTNING_EVAL_STEPS = frozenset({"validation_step", "test_step", "predict_step"})
+_LIGHTNING_MODULE = "LightningModule"  # pytorch_lightning / lightning.pytorch / lightning, by any import
 
 
 class RuleError(Exception):
@@ -326,7 +331,27 @@ class Walker(CallWalker):
                 name = (dotted(b.value) or "").rsplit(".", 1)[-1]
                 if name.endswith(_FUNCTION_BASES):
                     return False, False  # custom autograd.Function: forward/backward run with grad off
+        if mode is True and not explicit and node.name.value in _LIGHTNING_EVAL_STEPS:
+            cls = model.method_class.get(id(node))
+            if cls is not None and self._lightning_module(cls.name.value):
+                return False, False  # Lightning's validation/test/predict loop: run without grad
         return mode, mode is True and not explicit
+
+    def _lightning_module(self, name: str) -> bool:
+        """Is the class ``name`` a LightningModule, through its bases (of this file or of the
+        project's modules it imports: NeMo's ``ModelPT(LightningModule, ...)``)?"""
+        classes = self.model.classes
+        seen, todo = set(), [name]
+        while todo:
+            c = todo.pop()
+            if c == _LIGHTNING_MODULE:
+                return True
+            info = classes.get(c)
+            if c in seen or info is None:
+                continue
+            seen.add(c)
+            todo.extend(info.bases)
+        return False
 
     def _class(self, node: cst.ClassDef) -> None:
         model = self.model
