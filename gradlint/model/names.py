@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -208,6 +208,19 @@ def node_children(node: cst.CSTNode) -> List[cst.CSTNode]:
         elif is_node(t):
             out.append(c)
     return out
+
+
+def subtree(node: cst.CSTNode, nested: bool = True) -> Iterator[cst.CSTNode]:
+    """``node`` and every node below it; with ``nested=False``, not into the functions, classes
+    and lambdas defined below it."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if nested:
+            stack.extend(node_children(n))
+        else:
+            stack.extend(c for c in node_children(n) if not isinstance(c, (cst.FunctionDef, cst.ClassDef, cst.Lambda)))
 
 
 def called_names(node: cst.CSTNode) -> Set[str]:

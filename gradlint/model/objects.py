@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.loops import carried_attributes
-from gradlint.model.names import canonical, dotted, node_children
+from gradlint.model.names import canonical, dotted, node_children, subtree
 from gradlint.model.values import (
     CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
     plain_tensor, union,
@@ -166,7 +166,7 @@ class ObjectMixin:
             if inner is None:
                 verdict = None
         for method in info.methods.values():
-            for n in _walk_all(method.body):
+            for n in subtree(method.body):
                 if isinstance(n, cst.Call):
                     last = (dotted(n.func) or "").rsplit(".", 1)[-1]
                     if last in ("Parameter", "register_parameter"):
@@ -411,12 +411,6 @@ def _bound_params(model: Any, value: Any, imports: Any, seen: set, method: Any =
     return None
 
 
-def _walk_all(node: Any) -> Any:
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        todo.extend(node_children(n))
 
 
 _PLAIN_TYPES = frozenset({"bool", "int", "float", "str", "bytes"})

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import child_fields as _fields, dotted, is_node as _is_node, node_children
+from gradlint.model.names import child_fields as _fields, dotted, is_node as _is_node, subtree
 from gradlint.model.env import FREED
 from gradlint.model.objects import harvest as _harvest
 from gradlint.model.state import Model, element_of
@@ -577,7 +577,7 @@ class Walker(CallWalker):
                 names.append((dotted(expr) or "").rsplit(".", 1)[-1])
             if "RuntimeError" not in names:
                 continue
-            reraises = any(isinstance(n, cst.Raise) for n in _walk_nodes(h.body))
+            reraises = any(isinstance(n, cst.Raise) for n in subtree(h.body, nested=False))
             if not reraises:
                 return True
         return False
@@ -743,12 +743,3 @@ def _carried_change(before: Dict[str, Value], after: Dict[str, Value], outer: An
     return False
 
 
-def _walk_nodes(node: Any) -> Any:
-    """Every node below ``node`` (libcst), outside nested functions and classes."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        for child in node_children(n):
-            if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                stack.append(child)
