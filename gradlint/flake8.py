@@ -44,13 +44,14 @@ class Plugin:
 
         if not any(tok in text for tok in PREFILTER_TOKENS):
             return
-        from gradlint.engine import Options, lint_text
+        from gradlint.engine import Options, few_collections, lint_text
         from gradlint.suppress import is_skipped
 
         if is_skipped(text.encode("utf-8", "surrogatepass")):  # `# gradlint: skip-file`
             return
         try:
-            findings = lint_text(self.filename, text, Options(codes=_codes()), _project(self.filename))
+            with few_collections():
+                findings = lint_text(self.filename, text, Options(codes=_codes()), _project(self.filename))
             # flake8 reports per file: a finding the walk made in an imported module of the
             # project is that module's (its own run reports what its own code shows)
             findings = [f for f in findings if f.path == self.filename]

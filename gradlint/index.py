@@ -287,15 +287,25 @@ class ProjectView:
         self.index = index
         self.path = os.path.abspath(path)
         self.used: Dict[str, str] = {}  # path -> digest of each module handed out
+        # what this view handed out, by request: one lint sees one state of each file (and the
+        # walk asks for the same modules thousands of times: each ask read and hashed the file)
+        self._handed: Dict[Tuple[str, str, int], Optional[ModuleSource]] = {}
 
     def module(self, importer: str, name: str, level: int = 0) -> Optional[ModuleSource]:
         """The module ``name`` as ``importer`` (this file, or a module handed out before)
         imports it; a package gives its ``__init__.py``, a namespace package an empty module."""
+        key = (importer, name, level)
+        if key in self._handed:
+            return self._handed[key]
+        src = self._handed[key] = self._module(importer, name, level)
+        return src
+
+    def _module(self, importer: str, name: str, level: int) -> Optional[ModuleSource]:
         found = self.index.resolve(importer, name, level)
         if found is None:
             return None
         path, dotted, _ = found
-        if os.path.isdir(path):
+        if self.index._isdir(path):
             return ModuleSource(path, dotted, "", "", None, True)  # a namespace package
         src = self.index.load(path, dotted)
         if src is not None and src.path != self.path:
@@ -320,7 +330,7 @@ class ProjectView:
     def _closure(self, todo: List[Tuple[str, str, int]], seen: set, out: List[ModuleSource]) -> None:
         for importer, name, level in todo:
             found = self.index.resolve(importer, name, level)
-            if found is None or os.path.isdir(found[0]) or found[0] in seen:
+            if found is None or found[0] in seen or self.index._isdir(found[0]):
                 continue
             path = found[0]
             seen.add(path)

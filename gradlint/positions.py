@@ -51,16 +51,27 @@ def positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any,
     others = [s.src for s in (scopes or {}).values() if s.src is not None and s.src.module is not None]
     foreign: Dict[str, _Module] = {}
 
-    def locate(node: Any) -> Tuple[Optional[_Module], Any]:
+    def of(src: Any) -> _Module:
+        m = foreign.get(src.path)
+        if m is None:
+            m = foreign[src.path] = _Module(display_path(src.path), src.text, src.module)
+        return m
+
+    def locate(node: Any, hint: Any = None) -> Tuple[Optional[_Module], Any]:
+        # the module the walk was in when the rule reported first (a position costs a codegen
+        # of the whole module: trying each imported module in turn cost more than the walk)
+        if hint is not None and hint.module is not None and hint.module is not module:
+            m = of(hint)
+            rng = m.positions.get(node)
+            if rng is not None:
+                return m, rng
         rng = root.positions.get(node)
         if rng is not None:
             return root, rng
-        if not others:
-            return None, None
         for src in others:
-            m = foreign.get(src.path)
-            if m is None:
-                m = foreign[src.path] = _Module(display_path(src.path), src.text, src.module)
+            if src is hint:
+                continue
+            m = of(src)
             rng = m.positions.get(node)
             if rng is not None:
                 return m, rng
@@ -73,7 +84,7 @@ def positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any,
         if key in seen:
             continue
         seen.add(key)
-        where, rng = locate(node)
+        where, rng = locate(node, extra.get("src"))
         if where is None:
             continue
         # one finding per defect: `p.mul_(d).add_(x)` is one in-place update of `p`

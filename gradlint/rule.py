@@ -174,6 +174,8 @@ class Rule:
                     "note": note,
                     # in another module's code reached from this file: the call in this file
                     "via": where[3] if len(where) > 3 else (self.model.root_call_site() if self.model is not None else None),
+                    # the parsed module the node is in (None: the linted file), as far as the walk knows
+                    "src": where[4] if len(where) > 4 else (self.model.scope.src if self.model is not None else None),
                 },
             )
         )

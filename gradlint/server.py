@@ -29,6 +29,7 @@ offers another); gradlint's own columns count code points.
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import logging
 import os
@@ -52,7 +53,7 @@ from pygls.uris import to_fs_path
 
 from gradlint import __version__
 from gradlint.config import ConfigError, Settings, find_config, load_settings
-from gradlint.engine import Options, _finding, lint_text
+from gradlint.engine import LINT_GC_THRESHOLD, Options, _finding, lint_text
 from gradlint.edits import position_of
 from gradlint.rule import Finding, InternalErrorRule, Severity, registry
 from gradlint.suppress import NOQA_RE, is_skipped
@@ -572,6 +573,7 @@ def main() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    gc.set_threshold(*LINT_GC_THRESHOLD)  # the server's own process lints and keeps the project's trees
     server = create_server()
     server.start_io(stdin, stdout)
     # `exit` without `shutdown` before it ends the server with status 1 (the protocol says so)

@@ -442,3 +442,24 @@ def test_stdin_makes_no_cache_directory(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_linting_collects_garbage_rarely_and_gives_the_thresholds_back(tmp_path, monkeypatch):
+    """The run lints with few cyclic collections (the index keeps the project's trees; the
+    default thresholds cost ~40% of a cold run) and leaves the caller's process as it was: the
+    flake8 and pytest plugins lint inside another program."""
+    import gc
+
+    from gradlint import engine
+    from gradlint.rule import registry
+
+    seen = []
+    real = engine._lint_batch
+    monkeypatch.setattr(engine, "_lint_batch", lambda tasks: seen.append(gc.get_threshold()) or real(tasks))
+    f = tmp_path / "m.py"
+    f.write_text("import torch\nw = torch.zeros(3, requires_grad=True)\nw.add_(1)\n")
+    before = gc.get_threshold()
+    findings = engine.lint_tasks([engine.Task(str(f), str(f), engine.Options(codes=frozenset(registry())))], jobs=1)
+    assert [x.code for x in findings] == ["GL101"]
+    assert seen == [engine.LINT_GC_THRESHOLD]
+    assert gc.get_threshold() == before

@@ -30,7 +30,7 @@ class CallMixin:
     # ------------------------------------------------------------------ calls
     def _eval_call(self, node: cst.Call) -> Value:
         func = node.func
-        callee = func.value if isinstance(func, cst.Name) else (func.attr.value if isinstance(func, cst.Attribute) else None)
+        callee = func.value if type(func) is cst.Name else (func.attr.value if type(func) is cst.Attribute else None)
         if callee is not None:
             mode = "off" if self.grad_enabled is not True else ("assumed" if self.grad_assumed else "on")
             caller = self.function_stack[-1].name.value if self.function_stack else None
@@ -44,7 +44,7 @@ class CallMixin:
         if q is not None:
             return self._call_qualified(q, node, arg_values)
         receiver: Optional[Value] = None
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             key = dotted(func)
             bound = None
             if key is not None:
@@ -79,7 +79,7 @@ class CallMixin:
             if is_method and receiver is None:
                 receiver = UNKNOWN_VALUE
             out = self._call_function(callee.node, node, arg_values, receiver if is_method else None,
-                                      dotted(func.value) if is_method and isinstance(func, cst.Attribute) else None)
+                                      dotted(func.value) if is_method and type(func) is cst.Attribute else None)
             if out is not None:
                 return out
         if callee.kind == FUNCTION and callee.items:
@@ -98,7 +98,7 @@ class CallMixin:
             out = Value(MODULE, params=None, made="inference" if self.inference else None, made_node=node, node=name)
             self._construct_later_class(name, node, arg_values, out)
             return out
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
             if name in ("zero_grad", "zero_grads") and callee.kind == UNKNOWN:
                 self.log("zero_grad", None, node)  # an imported helper that clears gradients
@@ -165,7 +165,7 @@ class CallMixin:
                        receiver_key: Optional[str]) -> Optional[Value]:
         """A call of a function, lambda or method of this file or of another module of the
         project (walked in its own module's scope: imports.py)."""
-        target = self.scope if isinstance(fn, cst.Lambda) else self.scope_for(fn)
+        target = self.scope if type(fn) is cst.Lambda else self.scope_for(fn)
         if target is self.scope:
             return self._call_here(fn, call, args, receiver, receiver_key)
         saved = self.enter_scope(target)
@@ -184,7 +184,7 @@ class CallMixin:
         out = self._inline(fn, call, args, receiver)
         if out is not None:
             return out
-        if self.walk_callee is None or not isinstance(fn, cst.FunctionDef):
+        if self.walk_callee is None or not type(fn) is cst.FunctionDef:
             return None
         # (also from a one-expression function being inlined: `return self.encoder(x)`)
         inlining, self._inlining = self._inlining, False
@@ -262,17 +262,17 @@ class CallMixin:
         or a lambda, evaluated with this call's arguments, so values and graph cuts flow through it."""
         if self._inlining:
             return None
-        if isinstance(fn, cst.Lambda):
+        if type(fn) is cst.Lambda:
             ret_value = fn.body
-        elif isinstance(fn, cst.FunctionDef) and not fn.decorators:
-            body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
-            stmts = [b for b in body if not (isinstance(b, cst.SimpleStatementLine) and len(b.body) == 1
-                                             and isinstance(b.body[0], cst.Expr)
+        elif type(fn) is cst.FunctionDef and not fn.decorators:
+            body = fn.body.body if type(fn.body) is cst.IndentedBlock else ()
+            stmts = [b for b in body if not (type(b) is cst.SimpleStatementLine and len(b.body) == 1
+                                             and type(b.body[0]) is cst.Expr
                                              and isinstance(b.body[0].value, cst.SimpleString))]
-            if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine) or len(stmts[0].body) != 1:
+            if len(stmts) != 1 or not type(stmts[0]) is cst.SimpleStatementLine or len(stmts[0].body) != 1:
                 return None
             ret = stmts[0].body[0]
-            if not isinstance(ret, cst.Return) or ret.value is None:
+            if not type(ret) is cst.Return or ret.value is None:
                 return None
             ret_value = ret.value
         else:
@@ -420,7 +420,7 @@ class CallMixin:
             self._escape(args)
             owner = None
             first = node.args[0].value if node.args else None
-            if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
+            if type(first) is cst.Call and type(first.func) is cst.Attribute \
                     and first.func.attr.value in ("parameters", "named_parameters"):
                 owner = dotted(first.func.value)
             return Value(OPTIMIZER, node=owner, items=tuple(flatten(params)), made_node=node)
@@ -455,7 +455,7 @@ class CallMixin:
         if attr == "register_buffer" and kind in (MODULE, INSTANCE) and len(args) >= 2 and args[1].kind == TENSOR:
             # `self.register_buffer("mean", torch.zeros(3))`: the buffer is the attribute `self.mean`
             key, name = dotted(node.func.value), node.args[0].value  # type: ignore[attr-defined]
-            if key is not None and isinstance(name, cst.SimpleString) and node.args[1].keyword is None:
+            if key is not None and type(name) is cst.SimpleString and node.args[1].keyword is None:
                 self.bind_key(f"{key}.{name.evaluated_value}", args[1])
             return UNKNOWN_VALUE
         if kind == MODULE:

@@ -132,29 +132,29 @@ class EnvMixin:
 
     # ------------------------------------------------------------------ binding targets
     def bind_target(self, target: cst.BaseExpression, value: Value) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             self.imports.forget(target.value)
             self.bind_key(target.value, value)
-        elif isinstance(target, cst.Attribute):
+        elif type(target) is cst.Attribute:
             key = dotted(target)
             if key is not None:
                 self.bind_key(key, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
-            starred = any(isinstance(e, cst.StarredElement) for e in elements)
+            starred = any(type(e) is cst.StarredElement for e in elements)
             items = value.items if value.kind == TUPLE else ()
             if value.kind == TENSOR and value.rg is True and value.probable and not starred:
                 # `out, hidden = rnn(x, hidden)`: the parts of a module's output carry its graph
                 items = tuple(Value(TENSOR, rg=True, leaf=False, probable=True, deps=value.deps,
                                     cuts=value.cuts) for _ in elements)
             for i, el in enumerate(elements):
-                if isinstance(el, cst.StarredElement):
+                if type(el) is cst.StarredElement:
                     self.bind_target(el.value, UNKNOWN_VALUE)
                 elif not starred and len(items) == len(elements):
                     self.bind_target(el.value, items[i])
                 else:
                     self.bind_target(el.value, UNKNOWN_VALUE)
-        elif isinstance(target, cst.Subscript):
+        elif type(target) is cst.Subscript:
             # x[i] = v: an in-place write into x
             base = target.value
             bv = self.value_of(base)
@@ -169,7 +169,7 @@ class EnvMixin:
                     self.bind_key(base_key, Value(TUPLE, items=(UNKNOWN_VALUE,)))
                 if key is not None:
                     self.bind_key(key, value)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self.bind_target(target.value, UNKNOWN_VALUE)
 
     def forget_target(self, target: cst.BaseExpression) -> None:

@@ -65,8 +65,10 @@ class EventMixin:
         """Where a finding recorded now belongs (for a rule that reports it later): the
         statement, the functions whose grad mode is assumed, and whether the code is inside
         ``with pytest.raises(...)`` (a test that expects the error), and in another module's code,
-        the call in the linted file that reached it."""
-        return (self.current_statement, self.assumed_chain(), self.expecting_error, self.root_call_site())
+        the call in the linted file that reached it and that module's parsed source (where the
+        finding's position is looked up first)."""
+        return (self.current_statement, self.assumed_chain(), self.expecting_error, self.root_call_site(),
+                self.scope.src)
 
     def assumed_chain(self) -> Tuple[str, ...]:
         """The enclosing functions, when the current grad mode is only assumed to be on."""

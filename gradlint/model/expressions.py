@@ -55,7 +55,7 @@ class ExpressionMixin:
                                  BINOP_NAMES.get(type(node.operator)))
         if t is cst.UnaryOperation:
             v = self.value_of(node.expression)
-            if isinstance(node.operator, cst.Not):
+            if type(node.operator) is cst.Not:
                 return UNKNOWN_VALUE
             return self._combine([v], node)
         if t is cst.Subscript:
@@ -64,14 +64,14 @@ class ExpressionMixin:
             items = []
             for el in node.elements:
                 v = self.value_of(el.value)
-                items.append(UNKNOWN_VALUE if isinstance(el, cst.StarredElement) else v)
+                items.append(UNKNOWN_VALUE if type(el) is cst.StarredElement else v)
             return Value(TUPLE, items=tuple(items), cuts=union(i.cuts for i in items))
         if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             return self._eval_comp(node)
         if t is cst.Dict:
             items = []
             for el in node.elements:
-                if isinstance(el, cst.DictElement):
+                if type(el) is cst.DictElement:
                     self.value_of(el.key)
                     items.append(self.value_of(el.value))
                 else:
@@ -128,9 +128,9 @@ class ExpressionMixin:
                 for cond in comp.ifs:
                     self.value_of(cond.test)
                 comp = comp.inner_for_in
-            if isinstance(node, cst.DictComp):
+            if type(node) is cst.DictComp:
                 self.value_of(node.key)
-            v = self.value_of(node.value if isinstance(node, cst.DictComp) else node.elt)
+            v = self.value_of(node.value if type(node) is cst.DictComp else node.elt)
         finally:
             self.restore(saved)
         return Value(TUPLE, items=(v,), made="comp")
@@ -178,7 +178,7 @@ class ExpressionMixin:
             return self.read_value(self.env[key])
         base = self.value_of(node.value)
         for el in node.slice:
-            if isinstance(el.slice, cst.Index):
+            if type(el.slice) is cst.Index:
                 self.value_of(el.slice.value)
         if base.kind == TENSOR:
             return self._derived(base, [], node, view=basic_index(node))
@@ -186,12 +186,12 @@ class ExpressionMixin:
             return Value(NDARRAY, src=base.src, cuts=base.cuts)
         if base.kind == MODULE and base.items and len(node.slice) == 1:
             idx = node.slice[0].slice
-            i = _constant_index(idx.value) if isinstance(idx, cst.Index) else None
+            i = _constant_index(idx.value) if type(idx) is cst.Index else None
             if i is not None and -len(base.items) <= i < len(base.items):
                 return base.items[i]  # a layer of an nn.Sequential / nn.ModuleList: `model[0]`
         if base.kind == TUPLE and len(node.slice) == 1 and base.made != "joined":
             idx = node.slice[0].slice
-            i = _constant_index(idx.value) if isinstance(idx, cst.Index) else None
+            i = _constant_index(idx.value) if type(idx) is cst.Index else None
             if i is not None:
                 if base.made == "comp":
                     return base.items[0]  # every element of a comprehension is its element's value
@@ -213,7 +213,7 @@ class ExpressionMixin:
             if (
                 len(tensors) == 1 and tensors[0].fresh and tensors[0].leaf_requiring_grad and out.rg is True
                 and op in ("mul", "rmul", "div") and all(o.kind in (TENSOR, SCALAR) for o in operands)
-                and isinstance(node, cst.BinaryOperation)
+                and type(node) is cst.BinaryOperation
                 and self._conversion_site(node.left if operands[0] is tensors[0] else node.right)
             ):
                 out.made, out.made_node = "conv", node  # torch.randn(..., requires_grad=True) * 0.01
@@ -314,23 +314,23 @@ class ExpressionMixin:
     def _conversion_site(self, receiver: cst.BaseExpression) -> bool:
         """Is a conversion of ``receiver`` part of creating the tensor: chained on the factory
         call itself, or rebinding the same name (``w = w.cuda()``)?"""
-        if isinstance(receiver, cst.Call):
+        if type(receiver) is cst.Call:
             return True
         key = dotted(receiver)
         stmt = self.current_statement
-        if key is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        if key is None or not type(stmt) is cst.SimpleStatementLine or len(stmt.body) != 1:
             return False
         small = stmt.body[0]
-        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        if type(small) is cst.Assign and len(small.targets) == 1:
             return dotted(small.targets[0].target) == key
         return False
 
 
 def _constant_index(node: cst.BaseExpression) -> Optional[int]:
     """``2`` -> 2, ``-1`` -> -1; anything else -> None."""
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return int(node.value, 0)
-    if (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
-            and isinstance(node.expression, cst.Integer)):
+    if (type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus
+            and type(node.expression) is cst.Integer):
         return -int(node.expression.value, 0)
     return None

@@ -109,12 +109,12 @@ def _float_literal(node: cst.BaseExpression) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.UnaryOperation):
+        if type(n) is cst.UnaryOperation:
             n = n.expression
-        if isinstance(n, cst.Float):
+        if type(n) is cst.Float:
             seen = True
         elif isinstance(n, (cst.List, cst.Tuple)):
-            stack.extend(e.value for e in n.elements if isinstance(e, cst.Element))
-        elif not isinstance(n, cst.Integer):
+            stack.extend(e.value for e in n.elements if type(e) is cst.Element)
+        elif not type(n) is cst.Integer:
             return False
     return seen

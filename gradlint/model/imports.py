@@ -78,11 +78,11 @@ class ImportMixin:
         if self.project is None:
             return
         scope = self.scope
-        if isinstance(node, cst.Import):
+        if type(node) is cst.Import:
             for alias in node.names:
                 full = dotted(alias.name) or ""
                 self._import_time(full, 0, node)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                if alias.asname is not None and type(alias.asname.name) is cst.Name:
                     v = self._namespace(scope, full, 0)
                     if v is not None:
                         self._bind_imported(alias.asname.name.value, v)
@@ -95,7 +95,7 @@ class ImportMixin:
         level = len(node.relative)
         module = dotted(node.module) if node.module is not None else ""
         self._import_time(module or "", level, node)
-        if isinstance(node.names, cst.ImportStar):
+        if type(node.names) is cst.ImportStar:
             src = self._module_source(scope, module or "", level)
             if src is not None:
                 for name, v in self._star_names(src).items():
@@ -117,8 +117,8 @@ class ImportMixin:
         for src in self.project.import_time_switches(self.project.path, module, level, self.imported):
             scope = self.scope_of(src)
             for stmt in src.module.body:
-                if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
-                        and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call):
+                if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 \
+                        and type(stmt.body[0]) is cst.Expr and isinstance(stmt.body[0].value, cst.Call):
                     saved = self.enter_scope(scope)
                     self.call_sites.append(node)  # findings there name the import
                     try:
@@ -168,37 +168,37 @@ class ImportMixin:
                         self.fn_scope[id(fn)] = scope
             elif t is cst.SimpleStatementLine:
                 for small in stmt.body:
-                    if isinstance(small, cst.Import):
+                    if type(small) is cst.Import:
                         scope.imports.add_import(small)
                         for alias in small.names:
                             full = dotted(alias.name) or ""
-                            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                                 scope.pending.setdefault(alias.asname.name.value, (full, 0, None))
                             else:
                                 top = full.split(".", 1)[0]
                                 scope.pending.setdefault(top, (top, 0, None))
-                    elif isinstance(small, cst.ImportFrom):
+                    elif type(small) is cst.ImportFrom:
                         scope.imports.add_import_from(small)
                         level = len(small.relative)
                         module = dotted(small.module) if small.module is not None else ""
-                        if isinstance(small.names, cst.ImportStar):
+                        if type(small.names) is cst.ImportStar:
                             scope.stars.append((module or "", level))
                         else:
                             for alias in small.names:
                                 local = alias.evaluated_alias or alias.evaluated_name
                                 scope.pending.setdefault(local, (module or "", level, alias.evaluated_name))
-                    elif isinstance(small, cst.Assign):
+                    elif type(small) is cst.Assign:
                         for t in small.targets:
-                            if isinstance(t.target, cst.Name):
+                            if type(t.target) is cst.Name:
                                 scope.assigned.add(t.target.value)
-                    elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and isinstance(small.target, cst.Name):
+                    elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and type(small.target) is cst.Name:
                         scope.assigned.add(small.target.value)
             elif t is cst.If:
                 self._collect(scope, stmt.body.body)
                 orelse = stmt.orelse
                 while orelse is not None:
                     self._collect(scope, orelse.body.body)
-                    orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+                    orelse = orelse.orelse if type(orelse) is cst.If else None
             elif t in (cst.Try, cst.With):
                 self._collect(scope, stmt.body.body)
 
@@ -253,7 +253,7 @@ class ImportMixin:
         saved = self.enter_scope(scope)
         try:
             for b in scope.classes[name].node.bases:
-                if isinstance(b.value, cst.Name) and b.value.value != name:
+                if type(b.value) is cst.Name and b.value.value != name:
                     self.module_name(scope, b.value.value)  # registers an imported base
             v = self.later_class(name)
         finally:
@@ -358,15 +358,15 @@ class _Globals(dict):
 
 def _all_names(module: Any) -> Optional[List[str]]:
     for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
-                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                if type(small) is cst.Assign and len(small.targets) == 1 \
                         and isinstance(small.targets[0].target, cst.Name) \
                         and small.targets[0].target.value == "__all__" \
                         and isinstance(small.value, (cst.List, cst.Tuple)):
                     names = []
                     for el in small.value.elements:
-                        if isinstance(el.value, cst.SimpleString) and isinstance(el.value.evaluated_value, str):
+                        if type(el.value) is cst.SimpleString and isinstance(el.value.evaluated_value, str):
                             names.append(el.value.evaluated_value)
                     return names
     return None

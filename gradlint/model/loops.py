@@ -103,11 +103,11 @@ def _reads_only_cut(stmt: Any, key: str) -> bool:
     stack = [stmt]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Attribute) and n.attr.value in _CUTTING and dotted(n.value) == key:
+        if type(n) is cst.Attribute and n.attr.value in _CUTTING and dotted(n.value) == key:
             cut += 1
             reads += 1
             continue
-        if isinstance(n, cst.AssignTarget):
+        if type(n) is cst.AssignTarget:
             continue  # what the statement binds is no read
         if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == key:
             reads += 1
@@ -131,13 +131,13 @@ def carried_attributes(fn: Any, cache: Dict[int, Tuple[str, ...]]) -> Tuple[str,
         n = stack.pop()
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        if isinstance(n, cst.Assign):
+        if type(n) is cst.Assign:
             targets: List[Any] = []
             for t in n.targets:
                 tt = t.target
                 targets.extend(e.value for e in tt.elements) if isinstance(tt, (cst.Tuple, cst.List)) else targets.append(tt)
             for t in targets:
-                key = dotted(t) if isinstance(t, cst.Attribute) else None
+                key = dotted(t) if type(t) is cst.Attribute else None
                 if key is not None and key.count(".") == 1 and key.startswith(me + ".") \
                         and reads_key(n.value, key) and not _reads_only_cut(n.value, key):
                     out.append(key[len(me) + 1:])

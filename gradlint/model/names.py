@@ -22,10 +22,10 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
     (``d["x"]``, ``self.cache[0]``), else None."""
     parts = []
     while True:
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             parts.append("." + node.attr.value)
             node = node.value
-        elif isinstance(node, cst.Subscript):
+        elif type(node) is cst.Subscript:
             index = _constant_index(node)
             if index is None:
                 return None
@@ -33,7 +33,7 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
             node = node.value
         else:
             break
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return "".join(reversed(parts))
     return None
@@ -46,9 +46,9 @@ def _constant_index(node: cst.Subscript) -> Optional[str]:
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
     v = node.slice[0].slice.value
-    if isinstance(v, cst.Integer):
+    if type(v) is cst.Integer:
         return f"[{v.value}]"
-    if isinstance(v, cst.SimpleString):
+    if type(v) is cst.SimpleString:
         text = v.evaluated_value
         if isinstance(text, str) and _SAFE_KEY.match(text):
             return f"[{text!r}]"
@@ -71,7 +71,7 @@ class ImportMap:
         for alias in node.names:
             full = _module_name(alias.name)
             root = full.split(".", 1)[0]
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 local = alias.asname.name.value
                 if root in KNOWN_ROOTS:
                     self.names[local] = full
@@ -87,14 +87,14 @@ class ImportMap:
     def add_import_from(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None:
             names = node.names
-            if not isinstance(names, cst.ImportStar):
+            if not type(names) is cst.ImportStar:
                 for alias in names:
                     local = alias.evaluated_alias or alias.evaluated_name
                     self.names.pop(local, None)
             return
         mod = _module_name(node.module)
         root = mod.split(".", 1)[0]
-        if isinstance(node.names, cst.ImportStar):
+        if type(node.names) is cst.ImportStar:
             return
         for alias in node.names:
             name = alias.evaluated_name
@@ -125,10 +125,10 @@ class ImportMap:
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
         """The fully qualified name of ``node`` if it refers to a known package, else None."""
         parts = []
-        while isinstance(node, cst.Attribute):
+        while type(node) is cst.Attribute:
             parts.append(node.attr.value)
             node = node.value
-        if not isinstance(node, cst.Name):
+        if not type(node) is cst.Name:
             return None
         base = self.names.get(node.value)
         if base is None:
@@ -220,50 +220,66 @@ def subtree(node: cst.CSTNode, nested: bool = True) -> Iterator[cst.CSTNode]:
         if nested:
             stack.extend(node_children(n))
         else:
-            stack.extend(c for c in node_children(n) if not isinstance(c, (cst.FunctionDef, cst.ClassDef, cst.Lambda)))
+            stack.extend(c for c in node_children(n) if type(c) not in DEFINITION_TYPES)
 
 
 def called_names(node: cst.CSTNode) -> Set[str]:
     """The names of the functions and methods called anywhere inside ``node`` (``f(...)`` and
     ``x.f(...)`` give ``f``). For rare checks only, never per node."""
+    return call_facts(node)[0]
+
+
+_CALL, _NAME, _ATTRIBUTE, _ASSIGN = cst.Call, cst.Name, cst.Attribute, cst.Assign
+DEFINITION_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+def call_facts(node: cst.CSTNode) -> Tuple[Set[str], bool]:
+    """``(called_names(node), clears_grad(node))`` in one pass over ``node`` (a function's body:
+    computed once per function, over every function a file can call; exact types compared,
+    since ``isinstance`` on libcst's abstract classes is slow)."""
     names: Set[str] = set()
-    stack: List[cst.CSTNode] = [node]
+    clears = False
+    stack: List[Tuple[Any, bool]] = [(node, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Call):
+        n, nested = pop()
+        t = type(n)
+        if t is _CALL:
             f = n.func
-            if isinstance(f, cst.Name):
+            ft = type(f)
+            if ft is _NAME:
                 names.add(f.value)
-            elif isinstance(f, cst.Attribute):
-                names.add(f.attr.value)
-        stack.extend(node_children(n))
-    return names
+            elif ft is _ATTRIBUTE:
+                attr = f.attr.value
+                names.add(attr)
+                if attr == "zero_" and not nested and not clears and grad_attribute(f.value):
+                    clears = True
+        elif t is _ASSIGN and not nested and not clears and _drops_grad(n):
+            clears = True
+        inner = nested or (t in DEFINITION_TYPES and n is not node)
+        for c in node_children(n):
+            push((c, inner))
+    return names, clears
+
+
+def _drops_grad(n: cst.Assign) -> bool:
+    """``x.grad = None``."""
+    return type(n.value) is _NAME and n.value.value == "None" \
+        and any(type(t.target) is _ATTRIBUTE and t.target.attr.value == "grad" for t in n.targets)
 
 
 def grad_attribute(node: Any) -> bool:
     """Is ``node`` the ``.grad`` of something, or its ``.data`` (``p.grad``, ``p.grad.data``)?"""
-    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+    if type(node) is cst.Attribute and node.attr.value == "data":
         node = node.value
-    return isinstance(node, cst.Attribute) and node.attr.value == "grad"
+    return type(node) is cst.Attribute and node.attr.value == "grad"
 
 
 def clears_grad(node: cst.CSTNode) -> bool:
     """Does the code under ``node`` (not a nested function's or class's) clear a ``.grad`` in
     place or drop it (``p.grad.zero_()``, ``p.grad.data.zero_()``, ``p.grad = None``)? For rare
     checks only (once per function), never per node."""
-    stack: List[cst.CSTNode] = node_children(node)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "zero_" \
-                and grad_attribute(n.func.value):
-            return True
-        if isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == "None" \
-                and any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in n.targets):
-            return True
-        stack.extend(node_children(n))
-    return False
+    return call_facts(node)[1]
 
 
 def rebound_names(node: cst.CSTNode) -> Set[str]:
@@ -274,19 +290,19 @@ def rebound_names(node: cst.CSTNode) -> Set[str]:
     while stack:
         n = stack.pop()
         targets: list = []
-        if isinstance(n, cst.Assign):
+        if type(n) is cst.Assign:
             targets = [t.target for t in n.targets]
         elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)):
             targets = [n.target]
-        elif isinstance(n, cst.AsName):
+        elif type(n) is cst.AsName:
             targets = [n.name]
         while targets:
             t = targets.pop()
-            if isinstance(t, cst.Name):
+            if type(t) is cst.Name:
                 names.add(t.value)
             elif isinstance(t, (cst.Tuple, cst.List)):
                 targets.extend(e.value for e in t.elements)
-            elif isinstance(t, cst.StarredElement):
+            elif type(t) is cst.StarredElement:
                 targets.append(t.value)
         stack.extend(node_children(n))
     return names
@@ -308,7 +324,7 @@ def reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
     stack = [expr]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == key:
+        if type(n) is cst.Attribute and n.attr.value == "grad" and dotted(n.value) == key:
             return True
         stack.extend(node_children(n))
     return False

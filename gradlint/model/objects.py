@@ -93,9 +93,9 @@ def binds_own_attributes(fn: cst.FunctionDef, cache: Dict[int, bool]) -> bool:
         while stack and not got:
             n = stack.pop()
             if isinstance(n, (cst.Assign, cst.AnnAssign)):
-                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
-                got = isinstance(n.value, cst.Call) and any(
-                    isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == me
+                targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+                got = type(n.value) is cst.Call and any(
+                    type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == me
                     for t in targets)
             elif not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseExpression)):
                 stack.extend(node_children(n))
@@ -113,13 +113,13 @@ class ObjectMixin:
             return None
         bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in stmt.bases if b.keyword is None]
         info = self.classes[name] = ClassInfo(stmt, bases)
-        body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
+        body = stmt.body.body if type(stmt.body) is cst.IndentedBlock else ()
         for s in body:
-            if isinstance(s, cst.FunctionDef):
+            if type(s) is cst.FunctionDef:
                 if s.name.value not in info.methods:
                     info.methods[s.name.value] = s
                     self.method_class[id(s)] = stmt
-            elif isinstance(s, cst.ClassDef):
+            elif type(s) is cst.ClassDef:
                 nested = self.register_class(s, stmt)
                 if nested is not None:
                     scope = self.fn_scope.get(id(next(iter(info.methods.values()), None)))
@@ -157,7 +157,7 @@ class ObjectMixin:
                     return True if q in api.PARAM_MODULES else None
                 verdict = None
                 continue
-            base = b.value.value if isinstance(b.value, cst.Name) else None
+            base = b.value.value if type(b.value) is cst.Name else None
             if base is not None and base not in self.classes and not scope.root:
                 self.module_name(scope, base)  # an imported base joins the classes
             inner = self.class_params(base, seen) if base is not None and base in self.classes else None
@@ -167,13 +167,13 @@ class ObjectMixin:
                 verdict = None
         for method in info.methods.values():
             for n in subtree(method.body):
-                if isinstance(n, cst.Call):
+                if type(n) is cst.Call:
                     last = (dotted(n.func) or "").rsplit(".", 1)[-1]
                     if last in ("Parameter", "register_parameter"):
                         return True
                 elif isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None:
-                    targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
-                    if not any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name)
+                    targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+                    if not any(type(t) is cst.Attribute and type(t.value) is cst.Name
                                and t.value.value == "self" for t in targets):
                         continue
                     bound = _bound_params(self, n.value, imports, seen, method)
@@ -283,7 +283,7 @@ class ObjectMixin:
             q = self.qualname(b.value) or ""
             if q in api.MODULE_BASES or q.startswith("torch.nn."):
                 is_module = True
-            elif isinstance(b.value, cst.Name) and b.value.value not in seen:
+            elif type(b.value) is cst.Name and b.value.value not in seen:
                 # a base of this file, or one imported from another module of the project
                 base = self.env.get(b.value.value) or self.definitions.get(b.value.value)
                 if base is None and b.value.value in self.classes:
@@ -299,7 +299,7 @@ class ObjectMixin:
 
     def _walk_forward(self, module: Value, args: List[Value], node: Any) -> Optional[Value]:
         """Calling a module of a class of this file runs its ``forward`` with these inputs."""
-        if not isinstance(module.node, str) or module.node not in self.classes or not isinstance(node, cst.Call):
+        if not isinstance(module.node, str) or module.node not in self.classes or not type(node) is cst.Call:
             return None
         fn = self.resolve_method(module, "forward")
         if fn is None:
@@ -390,11 +390,11 @@ def _bound_params(model: Any, value: Any, imports: Any, seen: set, method: Any =
                           cst.FormattedString, cst.List, cst.Dict, cst.Tuple, cst.Set, cst.Comparison,
                           cst.BooleanOperation, cst.UnaryOperation, cst.BinaryOperation)):
         return False
-    if isinstance(value, cst.Name):
+    if type(value) is cst.Name:
         if value.value in ("None", "True", "False"):
             return False
         return False if method is not None and _plain_parameter(method, value.value) else None
-    if not isinstance(value, cst.Call):
+    if not type(value) is cst.Call:
         return None
     q = canonical(imports.qualname(value.func))
     if q is not None:
@@ -403,7 +403,7 @@ def _bound_params(model: Any, value: Any, imports: Any, seen: set, method: Any =
         if q in api.PARAMLESS_MODULES or not q.startswith("torch.nn.") or q.startswith("torch.nn.functional"):
             return False  # a torch function's result (a tensor, a device), or a layer without any
         return None  # a container or another torch.nn module: its parts decide
-    name = value.func.value if isinstance(value.func, cst.Name) else None
+    name = value.func.value if type(value.func) is cst.Name else None
     if name in _NO_MODULE_CALLS:
         return False
     if name is not None and name in model.classes:
@@ -424,9 +424,9 @@ def _plain_parameter(method: Any, name: str) -> bool:
         if p.name.value != name:
             continue
         ann = p.annotation.annotation if p.annotation is not None else None
-        if isinstance(ann, cst.Name) and ann.value in _PLAIN_TYPES:
+        if type(ann) is cst.Name and ann.value in _PLAIN_TYPES:
             return True
         d = p.default
         return isinstance(d, (cst.Integer, cst.Float, cst.SimpleString)) or (
-            isinstance(d, cst.Name) and d.value in ("True", "False"))
+            type(d) is cst.Name and d.value in ("True", "False"))
     return False

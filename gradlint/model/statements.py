@@ -51,18 +51,18 @@ class StatementMixin:
         for t in node.targets:
             target = t.target
             if (
-                isinstance(target, cst.Attribute)
+                type(target) is cst.Attribute
                 and target.attr.value == "requires_grad"
             ):
                 self._set_requires_grad(target.value, node.value, node)
                 continue
-            if isinstance(target, cst.Attribute) and target.attr.value == "inplace":
+            if type(target) is cst.Attribute and target.attr.value == "inplace":
                 self._set_inplace(target.value, node.value, node)
                 continue
-            if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            if type(target) is cst.Attribute and target.attr.value == "data":
                 self.manual_update(target, node.value, node)  # `w.data = w.data - lr * w.grad`
-            if isinstance(target, cst.Attribute) and target.attr.value == "grad":
-                if isinstance(node.value, cst.Name) and node.value.value == "None":
+            if type(target) is cst.Attribute and target.attr.value == "grad":
+                if type(node.value) is cst.Name and node.value.value == "None":
                     self.log("zero_grad", dotted(target), node)  # p.grad = None
                 else:
                     self.log("grad_set", dotted(target), node)  # gradients given by hand
@@ -86,7 +86,7 @@ class StatementMixin:
         target = node.target
         operand = self.value_of(node.value)
         op = f"`{AUG_NAMES.get(type(node.operator), 'augmented assignment')}`"
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             base = self.value_of(target.value)
             if base.kind in (TENSOR, NDARRAY):
                 self.inplace(node, base, op)
@@ -95,7 +95,7 @@ class StatementMixin:
         cur = self.value_of(target)
         if cur.kind == TENSOR and isinstance(target, (cst.Name, cst.Attribute)):
             self.manual_update(target, node.value, node)  # `w.data -= lr * w.grad`
-        if cur.kind in (TENSOR, NDARRAY) and not isinstance(node.operator, cst.MatrixMultiplyAssign):
+        if cur.kind in (TENSOR, NDARRAY) and not type(node.operator) is cst.MatrixMultiplyAssign:
             self.inplace(node, cur, op)
         if cur.kind == TENSOR:
             if self._inplace_effect(target, [operand]) is None:
@@ -120,7 +120,7 @@ class StatementMixin:
 
     def exec_import_from(self, node: cst.ImportFrom) -> None:
         self.imports.add_import_from(node)
-        if not isinstance(node.names, cst.ImportStar):
+        if not type(node.names) is cst.ImportStar:
             for alias in node.names:
                 self.unbind(alias.evaluated_alias or alias.evaluated_name)
         self.project_import(node)
@@ -136,10 +136,10 @@ class StatementMixin:
         key = dotted(receiver)
         if key is not None:
             self.bind_key(key, new)
-        if flag is True and isinstance(receiver, cst.Subscript) and len(receiver.slice) == 1:
+        if flag is True and type(receiver) is cst.Subscript and len(receiver.slice) == 1:
             owner = self.value_of(receiver.value)
             idx = receiver.slice[0].slice
-            if owner.kind == MODULE and owner.items and isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+            if owner.kind == MODULE and owner.items and type(idx) is cst.Index and type(idx.value) is cst.Integer:
                 i = int(idx.value.value, 0)
                 prev = owner.items[i - 1] if 0 < i < len(owner.items) else None
                 if prev is not None and prev.kind == MODULE and prev.act in api.SAVES_OUTPUT:

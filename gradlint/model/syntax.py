@@ -11,7 +11,7 @@ from gradlint.model import torchapi as api
 
 
 def const_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         if node.value == "True":
             return True
         if node.value == "False":
@@ -61,12 +61,12 @@ def basic_index(node: cst.Subscript) -> bool:
     """x[0], x[:2], x[1, ::2], x[..., None]: a view (advanced indexing copies)."""
     for el in node.slice:
         s = el.slice
-        if isinstance(s, cst.Slice):
+        if type(s) is cst.Slice:
             continue
         v = s.value
-        if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
+        if type(v) is cst.UnaryOperation and type(v.operator) is cst.Minus:
             v = v.expression
-        if isinstance(v, (cst.Integer, cst.Ellipsis)) or (isinstance(v, cst.Name) and v.value == "None"):
+        if isinstance(v, (cst.Integer, cst.Ellipsis)) or (type(v) is cst.Name and v.value == "None"):
             continue
         return False
     return True
@@ -78,7 +78,7 @@ _DTYPE_NAMES = api.DTYPES
 
 def dtype_of_expr(node: Optional[cst.BaseExpression]) -> Optional[str]:
     """``torch.float64`` -> 'float64' (floating dtypes only); anything else -> None."""
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "torch":
+    if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "torch":
         return _DTYPE_NAMES.get(node.attr.value)
     return None
 
@@ -115,13 +115,13 @@ def conversion_copies(attr: str, node: cst.Call, dtype: Optional[str] = "float32
     verdict: Optional[bool] = None
     for a in node.args:
         v = a.value
-        if isinstance(v, cst.SimpleString):
+        if type(v) is cst.SimpleString:
             text = v.evaluated_value if isinstance(v.evaluated_value, str) else ""
             if text.startswith(("cuda", "mps", "xpu", "meta")):
                 return True
             if text != "cpu":
                 verdict = False
-        elif isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value == "torch":
+        elif type(v) is cst.Attribute and type(v.value) is cst.Name and v.value.value == "torch":
             target = _DTYPE_NAMES.get(v.attr.value)
             if target is not None and dtype is not None:
                 if target != dtype:

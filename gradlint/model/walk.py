@@ -214,7 +214,7 @@ class Walker(CallWalker):
     def _expr_statement(self, node: cst.Expr) -> None:
         model = self.model
         value = node.value
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             q = model.qualname(value.func)
             if q in api.SET_GRAD:
                 args = [a for a in value.args if a.keyword is None]
@@ -306,7 +306,7 @@ class Walker(CallWalker):
         for d in node.decorators:
             expr = d.decorator
             call_args = None
-            if isinstance(expr, cst.Call):
+            if type(expr) is cst.Call:
                 call_args = expr.args
                 expr = expr.func
             q = model.qualname(expr)
@@ -420,7 +420,7 @@ class Walker(CallWalker):
             ends.append(model.env)
         else:
             prev = model.current_statement
-            if isinstance(orelse, cst.If):
+            if type(orelse) is cst.If:
                 model.current_statement = orelse
                 self.walk(orelse)
                 ends.append(model.env)
@@ -437,9 +437,9 @@ class Walker(CallWalker):
         """Names an ``if`` test proves are no tensors: in its body (``not torch.is_tensor(x)``,
         ``isinstance(x, np.ndarray)``) and in its ``else`` (``torch.is_tensor(x)``,
         ``isinstance(x, torch.Tensor)``)."""
-        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
         call = test.expression if negated else test
-        if not isinstance(call, cst.Call) or not call.args:
+        if not type(call) is cst.Call or not call.args:
             return [], []
         key = dotted(call.args[0].value)
         if key is None:
@@ -449,9 +449,9 @@ class Walker(CallWalker):
         if q == "torch.is_tensor" or (q is None and (dotted(call.func) or "").rsplit(".", 1)[-1] == "is_tensor"):
             # (also a project's or a backend's own `is_tensor(x)` helper: `F.is_tensor(x)`)
             is_tensor_test = True
-        elif isinstance(call.func, cst.Name) and call.func.value == "isinstance" and len(call.args) == 2:
+        elif type(call.func) is cst.Name and call.func.value == "isinstance" and len(call.args) == 2:
             types = call.args[1].value
-            names = [el.value for el in types.elements] if isinstance(types, cst.Tuple) else [types]
+            names = [el.value for el in types.elements] if type(types) is cst.Tuple else [types]
             quals = [self.model.qualname(t) or dotted(t) or "" for t in names]
             if all(x == "torch.Tensor" or x.endswith("Parameter") for x in quals):
                 is_tensor_test = True
@@ -572,12 +572,12 @@ class Walker(CallWalker):
         for h in node.handlers:
             names = []
             t = h.type
-            for item in (t.elements if isinstance(t, cst.Tuple) else [t] if t is not None else []):
-                expr = item.value if isinstance(item, cst.Element) else item
+            for item in (t.elements if type(t) is cst.Tuple else [t] if t is not None else []):
+                expr = item.value if type(item) is cst.Element else item
                 names.append((dotted(expr) or "").rsplit(".", 1)[-1])
             if "RuntimeError" not in names:
                 continue
-            reraises = any(isinstance(n, cst.Raise) for n in subtree(h.body, nested=False))
+            reraises = any(type(n) is cst.Raise for n in subtree(h.body, nested=False))
             if not reraises:
                 return True
         return False
@@ -604,7 +604,7 @@ class Walker(CallWalker):
         saved_expecting, saved_off_site = model.expecting_error, model.grad_off_site
         for item in node.items:
             self.walk(item.item)
-            if isinstance(item.item, cst.Call):
+            if type(item.item) is cst.Call:
                 last = (dotted(item.item.func) or "").rsplit(".", 1)[-1]
                 if last in ("raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"):
                     model.expecting_error = True
@@ -613,7 +613,7 @@ class Walker(CallWalker):
                 model.grad_enabled = mode  # type: ignore[assignment]
                 model.grad_assumed = False
                 model.grad_off_site = None
-                expr = item.item.func if isinstance(item.item, cst.Call) else item.item
+                expr = item.item.func if type(item.item) is cst.Call else item.item
                 if mode is False and model.qualname(expr) == "torch.inference_mode":
                     model.inference = True
             else:
@@ -630,7 +630,7 @@ class Walker(CallWalker):
     def _context_grad_mode(self, expr: cst.BaseExpression) -> Any:
         model = self.model
         args = None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             args = [a for a in expr.args if a.keyword is None or a.keyword.value == "mode"]
             func = expr.func
         else:
@@ -674,7 +674,7 @@ class Walker(CallWalker):
             for cond in comp.ifs:
                 self.walk(cond)
             comp = comp.inner_for_in
-        if isinstance(node, cst.DictComp):
+        if type(node) is cst.DictComp:
             self.walk(node.key)
             self.walk(node.value)
         else:
@@ -691,7 +691,7 @@ def _param_names(params: cst.Parameters) -> List[str]:
     for p in list(params.params) + list(params.kwonly_params) + list(getattr(params, "posonly_params", ())):
         out.append(p.name.value)
     for p in (params.star_arg, params.star_kwarg):
-        if isinstance(p, cst.Param):
+        if type(p) is cst.Param:
             out.append(p.name.value)
     return out
 
@@ -721,7 +721,7 @@ def _terminates(stmts: Any) -> bool:
     if not stmts:
         return False
     last = stmts[-1]
-    if isinstance(last, cst.SimpleStatementLine) and last.body:
+    if type(last) is cst.SimpleStatementLine and last.body:
         return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
     return isinstance(last, (cst.Return, cst.Raise, cst.Break, cst.Continue))  # `if x: a(); continue`
 

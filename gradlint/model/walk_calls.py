@@ -11,7 +11,7 @@ import libcst as cst
 
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
-from gradlint.model.names import called_names, clears_grad, dotted, node_children
+from gradlint.model.names import DEFINITION_TYPES, call_facts, dotted, node_children
 from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
 from gradlint.model.values import CONST, INSTANCE, MODULE, UNKNOWN, Value, join_values
 
@@ -45,13 +45,13 @@ class CallWalker:
             elif t is cst.ClassDef:
                 bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in stmt.bases if b.keyword is None]
                 model.classes.setdefault(stmt.name.value, ClassInfo(stmt, bases))
-                self._definitions(stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else (), stmt)
+                self._definitions(stmt.body.body if type(stmt.body) is cst.IndentedBlock else (), stmt)
             elif t is cst.If and cls is None:
                 self._definitions(stmt.body.body, None)
                 orelse = stmt.orelse
                 while orelse is not None:
                     self._definitions(orelse.body.body, None)
-                    orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+                    orelse = orelse.orelse if type(orelse) is cst.If else None
             elif t in (cst.Try, cst.With) and cls is None:
                 self._definitions(stmt.body.body, None)
 
@@ -286,13 +286,11 @@ class CallWalker:
             # each function's called names: once per file for its own, once per process for
             # another module's (kept with its tree)
             memo = self._memo_for(fn)
-            names = memo.get(("called", id(fn)))
-            if names is None:
-                names = memo[("called", id(fn))] = called_names(fn.body)
+            facts = memo.get(("calls", id(fn)))
+            if facts is None:
+                facts = memo[("calls", id(fn))] = call_facts(fn.body)
+            names, clears = facts
             calls.setdefault(fn.name.value, set()).update(names)
-            clears = memo.get(("clears", id(fn)))
-            if clears is None:
-                clears = memo[("clears", id(fn))] = clears_grad(fn.body)
             if clears:  # `for p in params: p.grad.zero_()`: clears gradients as zero_grad() does
                 clearing.add(fn.name.value)
         eventful = {name for name, called in calls.items() if called & _EVENT_CALLS} | clearing
@@ -329,9 +327,10 @@ def _is_generator(fn: cst.FunctionDef) -> bool:
     stack = node_children(fn.body)
     while stack:
         n = stack.pop()
-        if isinstance(n, (cst.Yield,)):
+        t = type(n)
+        if t is cst.Yield:
             return True
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if t in DEFINITION_TYPES:
             continue
         stack.extend(node_children(n))
     return False
@@ -342,9 +341,10 @@ def _falls_off(fn: cst.FunctionDef) -> bool:
     stack = node_children(fn.body)
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Return) and n.value is not None:
+        t = type(n)
+        if t is cst.Return and n.value is not None:
             return False
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if t in DEFINITION_TYPES:
             continue
         stack.extend(node_children(n))
     return True
