@@ -227,9 +227,11 @@ class BackwardRule(Rule):
         self._deferred.append((node, self.model.here(), savers, payload))
 
     def on_backward(self, node: Any, value: Any) -> None:
+        from gradlint.model.lattice import must_deps
+
         keep = []
         for item in self._deferred:
-            if any(s in value.deps for s in item[2]):
+            if any(s in must_deps(value) for s in item[2]):  # (on every path: lattice.py)
                 self.confirmed(item[0], item[1], item[3])
             else:
                 keep.append(item)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.lattice import tensor_view
 from gradlint.model.names import dotted, node_children
 from gradlint.rule import Fix, Rule, Severity
 
@@ -46,6 +47,11 @@ class InplaceOnLeaf(Rule):
     there); nor for `torch.nn.init.*` functions (they run under `no_grad` internally), writes
     through `.data`, `x.grad.zero_()`, or a tensor that does not require grad.
 
+    After an `if`/`else`, `a if c else b`, `try`/`except` or a loop, it fires only when the
+    tensor is a leaf that requires grad on every path that reaches the op (a path where the name
+    holds `None` or a number fails there anyway for a method such as `.add_()`); a leaf on one
+    path only is not reported.
+
     ## Example
     ```python
     w = torch.randn(3, requires_grad=True)
@@ -84,11 +90,15 @@ class InplaceOnLeaf(Rule):
     fixable = True
 
     def _check(self, node: cst.CSTNode, receiver: cst.BaseExpression, op: str, view: bool = False,
-               shown: str = "") -> None:
+               shown: str = "", method: bool = False) -> None:
         model = self.model
         if model.grad_enabled is not True:
             return
         v = model.value_of(receiver)
+        if method:
+            # `x = None` / `total = 0` on one path, a tensor on the others: a tensor method fails
+            # on a number or None anyway, so the tensors decide (lattice.tensor_view)
+            v = tensor_view(v)
         if v.leaf_requiring_grad:
             what = "a view of a leaf tensor" if view else "a leaf tensor"
         elif v.kind == "tensor" and v.view_of_leaf:
@@ -107,7 +117,7 @@ class InplaceOnLeaf(Rule):
             return
         if self.model.qualname(func) is not None:
             return  # a module-level function such as torch.nn.init.normal_
-        self._check(node, func.value, f"`.{attr}()`")
+        self._check(node, func.value, f"`.{attr}()`", method=True)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         op = _AUG_OPS.get(type(node.operator))

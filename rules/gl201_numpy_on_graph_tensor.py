@@ -4,6 +4,7 @@ from typing import Any, List
 
 import libcst as cst
 
+from gradlint.model.lattice import tensor_view
 from gradlint.rule import CutRule, Severity
 
 # NumPy functions that only look at a tensor's shape: fine on a tensor that requires grad
@@ -51,6 +52,11 @@ class NumpyOnGraphTensor(CutRule):
     that itself reaches the loss (`loss = criterion(pred, torch.from_numpy(f(pred.detach()...)))`:
     the gradient reaches `pred` through its own path).
 
+    After an `if`/`else`, `a if c else b`, `try`/`except` or a loop, form 1 fires only when the
+    tensor requires grad on every path where it is a tensor (`total = 0` before a loop,
+    `total = total + loss` in it: `0` has no `.numpy()` either); a tensor that requires grad on
+    one path only is not reported.
+
     ## Example
     ```python
     h = layer1(x)
@@ -86,7 +92,8 @@ class NumpyOnGraphTensor(CutRule):
             for a in node.args:
                 if a.keyword is not None and a.keyword.value == "force":
                     return
-            v = model.value_of(func.value)
+            # a number or None on some path fails there anyway: the tensors decide (lattice.py)
+            v = tensor_view(model.value_of(func.value))
             call = "`.numpy()`"
         elif q is not None and q.startswith("numpy.") and q not in _INTROSPECTION:
             # every NumPy function converts its tensor arguments (or calls their methods with

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gradlint.model.lattice import must_deps
 from gradlint.rule import Rule, Severity
 
 
@@ -23,6 +24,9 @@ class BackwardThroughFreedGraph(Rule):
     the statement that builds it (compute it under `no_grad`, detach it, or compute it inside
     the loop), with the `backward()` in the loop; for a recurrent state, at its first use in the
     loop (detach it there).
+
+    After an `if`/`else`, `a if c else b`, `try`/`except` or a loop, only what a loss depends
+    on on every path counts: a part of the graph that one path only computes is not reported.
 
     ## Why is this bad
     `backward()` frees the tensors the graph saved. Going through that part again raises
@@ -63,7 +67,8 @@ class BackwardThroughFreedGraph(Rule):
         if value.kind != "tensor" or model.expecting_error or model.repeat:
             return  # (the error is expected in `with pytest.raises(...)`; a loop's second pass)
         freed_ids = model.freed_ids()
-        freed = sorted(d for d in value.deps if d in freed_ids)
+        # what the value depends on on every path (a join's must view): an error on every path
+        freed = sorted(d for d in must_deps(value) if d in freed_ids)
         if freed:
             by = model.freed_by.get(freed[0])
             related = [(node, "the later backward() that goes through the freed part again: torch raises here")]
@@ -82,7 +87,7 @@ class BackwardThroughFreedGraph(Rule):
         before the loop, still the value the next iteration back-propagates."""
         model = self.model
         start = None
-        for d in sorted(value.deps):
+        for d in sorted(must_deps(value)):
             if d in model.savers:
                 start = d
                 break

@@ -578,11 +578,11 @@ class CallMixin:
                     and self._conversion_site(node.func.value)):  # type: ignore[attr-defined]
                 certain = conversion_copies(attr, node, receiver.dtype)
                 if certain is not None:
-                    return Value(TENSOR, rg=True, leaf=False if certain else None, deps=v.deps,
+                    return Value(TENSOR, rg=True, leaf=False if certain else None, deps=v.deps, mdeps=v.mdeps,
                                  cuts=v.cuts, made="conv", made_node=node, certain=certain, dtype=target)
             if receiver.rg is True and receiver.leaf is True and self.grad_enabled is True:
                 # may return self (same device/dtype): leaf-ness unknown
-                return Value(TENSOR, rg=True, leaf=None, deps=v.deps, cuts=v.cuts)
+                return Value(TENSOR, rg=True, leaf=None, deps=v.deps, mdeps=v.mdeps, cuts=v.cuts)
             if receiver.rg is False:
                 out = plain_tensor(cuts=receiver.cuts, src=receiver.src)
                 out.made, out.made_node = receiver.made, receiver.made_node  # .float() of a computed value

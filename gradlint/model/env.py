@@ -7,16 +7,14 @@ from typing import Dict, List
 
 import libcst as cst
 
+from gradlint.model.lattice import FREED, join_envs  # noqa: F401 (FREED re-exported)
 from gradlint.model.names import dotted
 from gradlint.model.values import (
-    NAMESPACE,
-    CLASS, CONST, FUNCTION, INSTANCE, MODULE, NDARRAY, OPTIMIZER, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE,
-    Value,
+    NAMESPACE, CLASS, FUNCTION, MODULE, NDARRAY, TENSOR, TUPLE, UNKNOWN_VALUE, Value,
 )
 
 
 Env = Dict[str, Value]
-FREED = "<freed>"  # env key: the graphs freed on this path (a Value whose items are ids)
 
 
 class EnvMixin:
@@ -78,52 +76,8 @@ class EnvMixin:
 
     @staticmethod
     def join(envs: List[Env]) -> Env:
-        if not envs:
-            return {}
-        if len(envs) == 1:
-            return envs[0]
-        first, rest = envs[0], envs[1:]
-        out: Env = {}
-        keys = list(first)
-        for e in rest:
-            keys.extend(k for k in e if k not in first)
-        for k in keys:
-            v = first.get(k)
-            if v is not None and all(e.get(k) is v for e in rest):
-                out[k] = v
-                continue
-            vals = [v] + [e.get(k) for e in rest]
-            kept = [x for x in vals if x is not None and x.kind != CONST]
-            if kept and all(x is kept[0] for x in kept) and kept[0].kind in (UNKNOWN, MODULE, OPTIMIZER, INSTANCE):
-                # `best = None` before the loop, `best = model.state_dict()` in it: after the loop
-                # the name holds that object or None (for what is no tensor, the object is kept)
-                out[k] = kept[0]
-            elif kept and all(x.kind == UNKNOWN for x in kept):
-                # one of several opaque objects (a snapshot on one path, a copy on another): still
-                # unknown, but a read of it reads each of them
-                out[k] = Value(UNKNOWN, items=tuple(kept))
-            elif all(x is not None and x.kind in (TENSOR, SCALAR, CONST) for x in vals) and any(
-                    x.kind == TENSOR for x in vals):
-                # `total = 0.0` before a loop, `total = total + loss` in it: a number when the
-                # loop ran zero times, else one of these tensors (unknown, but a read reads them)
-                out[k] = Value(UNKNOWN, items=tuple(x for x in kept if x.kind == TENSOR))
-            if v is not None and v.kind == TUPLE and (v.made == "list" or v.items == ()):
-                # a list that some path appended to: it may hold any of the elements (by position,
-                # nothing is known)
-                others = [e.get(k) for e in rest]
-                if all(o is not None and o.kind == TUPLE and not o.params for o in others):
-                    items: list = []
-                    for o in [v] + others:
-                        items.extend(i for i in o.items if all(i is not j for j in items))
-                    out[k] = Value(TUPLE, items=tuple(items), made="joined")
-        # graphs freed by backward() on every path stay freed
-        freed = [e.get(FREED) for e in envs]
-        if all(f is not None for f in freed):
-            common = set(freed[0].items)  # type: ignore[union-attr]
-            for f in freed[1:]:
-                common &= set(f.items)  # type: ignore[union-attr]
-            out[FREED] = Value(TUPLE, items=tuple(sorted(common)))  # type: ignore[arg-type]
-        return out
+        """The environment after paths ending in ``envs``: see lattice.py (must and may views)."""
+        return join_envs(envs)
 
     def freed_ids(self) -> set:
         """Ids of graph values whose saved tensors a backward() on this path has freed."""
@@ -145,7 +99,7 @@ class EnvMixin:
             items = value.items if value.kind == TUPLE else ()
             if value.kind == TENSOR and value.rg is True and value.probable and not starred:
                 # `out, hidden = rnn(x, hidden)`: the parts of a module's output carry its graph
-                items = tuple(Value(TENSOR, rg=True, leaf=False, probable=True, deps=value.deps,
+                items = tuple(Value(TENSOR, rg=True, leaf=False, probable=True, deps=value.deps, mdeps=value.mdeps,
                                     cuts=value.cuts) for _ in elements)
             for i, el in enumerate(elements):
                 if type(el) is cst.StarredElement:

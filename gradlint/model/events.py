@@ -8,6 +8,7 @@ from typing import Any, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model.env import FREED
+from gradlint.model.lattice import ids_of, must_deps
 from gradlint.model.names import dotted, reads_grad_of
 from gradlint.model.syntax import const_bool, kwvalue
 from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value, flatten, join_values
@@ -163,7 +164,7 @@ class EventMixin:
         if value.kind == UNKNOWN and value.items:
             # backward() on a name that holds one of these tensors or a number: a tensor (evidence)
             tensors = [i for i in value.items if i.kind == TENSOR]
-            if tensors:
+            if tensors and len(tensors) == len(value.items):  # (no path left an unknown object)
                 value = join_values(tensors)
                 values = (value,)
                 self.backwarded.update(t.id for t in tensors)
@@ -179,10 +180,12 @@ class EventMixin:
         loop = self.loops[-1] if self.loops else None
         for v in values:
             self._emit("backward", (node, v))
-            self.backwarded.add(v.id)
+            self.backwarded.update(ids_of(v))
             if v.kind == TENSOR:
                 self.backwarded_deps |= v.deps
-            run = v.deps - below if below else v.deps  # the nodes this backward runs
+            # the nodes this backward runs (on every path: a join's must view, lattice.py)
+            deps = must_deps(v)
+            run = deps - below if below else deps
             if (loop is not None and not retain and not self.repeat and not self.expecting_error
                     and v.kind == TENSOR and any(d < loop.start_id and d in self.savers for d in run)):
                 loop.before.append((node, v, key))  # judged when the loop's walk ends

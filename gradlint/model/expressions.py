@@ -13,8 +13,9 @@ from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
     NAMESPACE,
     CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value,
-    element_of, plain_tensor, join_values, union,
+    element_of, plain_tensor, union,
 )
+from gradlint.model.lattice import deps_of, ids_of, join_branch_values, tensor_view
 
 
 _CONST_NAMES = frozenset({"None", "True", "False"})
@@ -84,8 +85,14 @@ class ExpressionMixin:
             return UNKNOWN_VALUE
         if t is cst.IfExp:
             self.value_of(node.test)
+            # `a if c else b`: either value. For tensors, the must and may views of the join
+            # (lattice.py); other objects only when both are the same (`nn.Linear(...) if c
+            # else None` is no module on every path)
             a, b = self.value_of(node.body), self.value_of(node.orelse)
-            return a if a is b else UNKNOWN_VALUE
+            if a is b or (a.kind != TENSOR and b.kind != TENSOR):
+                return a if a is b else UNKNOWN_VALUE
+            v = join_branch_values([a, b])
+            return v if v is not None else UNKNOWN_VALUE
         if t is cst.NamedExpr:
             v = self.value_of(node.value)
             self.bind_target(node.target, v)
@@ -113,6 +120,8 @@ class ExpressionMixin:
         if v.kind == UNKNOWN and v.items:
             for i in v.items:
                 self.read_value(i)
+        for a in v.alts:  # a join: each path's value is read
+            self.read_value(a)
         if self.repeat and v.id in self.carried:
             self.carried_reads.add(v.id)  # read on the next iteration, after that iteration's steps
         return v
@@ -162,7 +171,7 @@ class ExpressionMixin:
             return plain_tensor(cuts=base.cuts, src=base if base.rg else base.src,
                                 alias_of=base, alias_kind="data")
         if attr == "grad":
-            self.used_as_leaf.add(base.id)
+            self.used_as_leaf.update(ids_of(base))
             self._emit("grad_read", (node, base))
             return Value(TENSOR, rg=False, leaf=True, alias_of=base, alias_kind="grad")
         if attr in api.TENSOR_ATTRS_VIEW:
@@ -202,8 +211,7 @@ class ExpressionMixin:
     def _combine(self, operands: List[Value], node: Any, op: Optional[str] = None) -> Value:
         """An arithmetic operation over ``operands``."""
         # `total = 0.0; for ...: total += loss`, then `total / n`: the tensors the loop left
-        operands = [join_values(list(o.items)) if o.kind == UNKNOWN and o.items and all(
-            i.kind == TENSOR for i in o.items) else o for o in operands]
+        operands = [tensor_view(o) for o in operands]
         tensors = [o for o in operands if o.kind == TENSOR]
         if tensors:
             if op is not None and len(operands) == 2 and operands[0] is not tensors[0]:
@@ -299,7 +307,7 @@ class ExpressionMixin:
                     TENSOR, rg=True, leaf=False,
                     probable=all(o.probable for o in rg_inputs),
                     view_of_leaf=view and base.leaf_requiring_grad,
-                    deps=union(o.deps for o in rg_inputs),
+                    **deps_of(rg_inputs),
                     cuts=cuts,
                 )
             if grad is False:

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from gradlint.model.lattice import must_deps
 from gradlint.model.names import dotted, node_children, reads_key
 from gradlint.model.values import TENSOR, next_id
 
@@ -67,9 +68,9 @@ class LoopMixin:
             for k in loop.outer:
                 v = self.env.get(k)
                 if v is not None and v.kind == TENSOR:
-                    carried |= v.deps
+                    carried |= must_deps(v)
             for node, value, _key in loop.before:
-                if any(d < loop.start_id and d in self.savers and d in carried for d in value.deps):
+                if any(d < loop.start_id and d in self.savers and d in carried for d in must_deps(value)):
                     self._emit("graph_before_loop", (node, value))
         # a name read at the top of the body that the body rebinds to a graph value freed by
         # the body's own backward(): the next iteration back-propagates into a freed graph
@@ -79,7 +80,7 @@ class LoopMixin:
             end = self.env.get(key)
             feeds_backward = loop.products.get(id(stmt), set()) & loop.freed
             if feeds_backward and end is not None and end.kind == TENSOR and end.rg is True and any(
-                    d >= loop.start_id for d in end.deps & loop.freed & self.savers):
+                    d >= loop.start_id for d in must_deps(end) & loop.freed & self.savers):
                 self._emit("loop_carried_graph", (stmt, key))
 
     def defined_before_loop(self, key: Optional[str]) -> bool:

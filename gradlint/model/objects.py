@@ -10,6 +10,7 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.loops import carried_attributes
 from gradlint.model.names import canonical, dotted, node_children, subtree
+from gradlint.model.lattice import deps_of
 from gradlint.model.values import (
     CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
     plain_tensor, union,
@@ -209,8 +210,8 @@ class ObjectMixin:
             for a in args:
                 if a.kind == TENSOR and a.inference:
                     self._emit("inference_saved", (node, a))  # the module saves its input
-            deps = union(a.deps for a in args if a.kind == TENSOR and a.rg)
-            out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=cuts)
+            deps = deps_of(a for a in args if a.kind == TENSOR and a.rg)
+            out = Value(TENSOR, rg=True, leaf=False, probable=True, cuts=cuts, **deps)
             if module.params is True and isinstance(module.node, str) and module.node.startswith("torch.nn."):
                 # a torch.nn layer's output is a new tensor: frozen or not, never a leaf with a .grad
                 out.made = "layer"
@@ -367,8 +368,8 @@ class ObjectMixin:
         return None
 
     def _module_output(self, args: List[Value], node: Any) -> Value:
-        deps = union(a.deps for a in args if a.kind == TENSOR and a.rg)
-        out = Value(TENSOR, rg=True, leaf=False, probable=True, deps=deps, cuts=union(a.cuts for a in args))
+        deps = deps_of(a for a in args if a.kind == TENSOR and a.rg)
+        out = Value(TENSOR, rg=True, leaf=False, probable=True, cuts=union(a.cuts for a in args), **deps)
         self.add_saver(out)
         return out
 

@@ -1,11 +1,11 @@
 """The model: what each name holds at each statement, and the grad mode.
 
 It is flow-sensitive within a function (and at module level): statements are executed in order;
-``if``/``try`` branches are joined (a name keeps its value only when all branches agree); loops,
+``if``/``try`` branches are joined (``lattice``: what holds on every path, what may hold); loops,
 calls and objects are described in their own modules. ``Model`` is composed of one mixin per
 part, each in a file named for it:
 
-- ``values``: the abstract values (the lattice), ``env``: scopes and the environment,
+- ``values``: the abstract values, ``lattice``: their joins, ``env``: scopes and the environment,
 - ``statements``: assignments and in-place writes, ``expressions``: expressions and the torch API,
 - ``calls``: calls and summaries (functions, lambdas and methods of the file),
 - ``objects``: modules and instances, ``loops``: loops, ``events``: training events.

@@ -8,6 +8,7 @@ from typing import Any, List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.lattice import deps_of, ids_of
 from gradlint.model.names import dotted, reads_grad_of
 from gradlint.model.syntax import AUG_NAMES, const_bool
 from gradlint.model.values import (
@@ -32,14 +33,14 @@ class StatementMixin:
             if new_cuts == cur.cuts:
                 return cur
             new = Value(TENSOR, rg=cur.rg, leaf=cur.leaf, probable=cur.probable,
-                        view_of_leaf=cur.view_of_leaf, deps=cur.deps, cuts=new_cuts, src=cur.src)
+                        view_of_leaf=cur.view_of_leaf, deps=cur.deps, mdeps=cur.mdeps, cuts=new_cuts, src=cur.src)
         elif grad is None:
             new = Value(TENSOR, rg=None, leaf=None)
         else:
             new = Value(
                 TENSOR, rg=True, leaf=False,
                 probable=all(o.probable for o in operands if o.kind == TENSOR and o.rg),
-                deps=union([cur.deps] + [o.deps for o in operands if o.kind == TENSOR and o.rg]),
+                **deps_of([cur] + [o for o in operands if o.kind == TENSOR and o.rg]),
                 cuts=union([cur.cuts] + [o.cuts for o in operands]),
             )
         self.bind_key(key, new)
@@ -201,6 +202,6 @@ class StatementMixin:
     def _escape(self, values: List[Value]) -> None:
         for v in values:
             if v.kind == TENSOR:
-                self.used_as_leaf.add(v.id)
+                self.used_as_leaf.update(ids_of(v))
             elif v.kind == TUPLE:
                 self._escape(list(v.items))

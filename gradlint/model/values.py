@@ -1,7 +1,7 @@
 """The abstract values the model assigns to names and expressions.
 
-Values are immutable; identity is meaningful (a join keeps a name's value only when every
-branch holds the very same object). ``None`` in a tri-state field means "the model does not
+Values are immutable; identity is meaningful (a join keeps a name's value when every branch
+holds the very same object; else lattice.py makes a value of what every branch agrees on). ``None`` in a tri-state field means "the model does not
 know", and rules stay quiet on what the model does not know.
 """
 
@@ -60,7 +60,7 @@ class Value:
     __slots__ = (
         "kind", "rg", "leaf", "probable", "view_of_leaf", "id", "deps", "cuts", "src", "items",
         "params", "node", "is_param", "alias_of", "alias_kind", "act", "inplace", "fresh", "made",
-        "made_node", "certain", "dtype", "inference",
+        "made_node", "certain", "dtype", "inference", "alts", "mdeps",
     )
 
     def __init__(
@@ -88,6 +88,7 @@ class Value:
         certain: bool = True,
         dtype: Optional[str] = None,
         inference: bool = False,
+        mdeps: Optional[FrozenSet[int]] = None,
     ) -> None:
         self.kind = kind
         self.rg = rg  # tensor: requires grad (True/False/None)
@@ -97,6 +98,9 @@ class Value:
         self.id = _last_id[0] = next(_ids)
         # ids of the requires-grad values this value depends on differentiably (itself included)
         self.deps = deps | {self.id} if rg else deps
+        # the part of ``deps`` that holds on every path, where a join made them differ (None: all
+        # of ``deps``); see lattice.must_deps
+        self.mdeps = None if mdeps is None else (mdeps | {self.id} if rg else mdeps)
         self.cuts = cuts
         self.src = src  # detached / ndarray / scalar: the graph value it was taken from
         self.items = items
@@ -121,6 +125,9 @@ class Value:
         # tensor: certainly an inference tensor (made under torch.inference_mode(), or a view
         # of one): autograd cannot save it for backward
         self.inference = inference
+        # a join of several paths' values (see lattice.py): what it may be; the fields above
+        # hold what it must be
+        self.alts: "Tuple[Value, ...]" = ()
 
     # convenience predicates --------------------------------------------------------------
     @property
@@ -220,21 +227,6 @@ def element_of(v: Value) -> Value:
 
 
 def join_values(values: "List[Value]") -> Value:
-    """One value for what several paths produce (the returns of a function): the value itself
-    when all are the same object; a tensor when all are tensors (what they agree on, the union of
-    their graphs); element-wise for tuples of one length; otherwise unknown."""
-    first = values[0]
-    if all(v is first for v in values[1:]):
-        return first
-    if all(v.kind == TENSOR for v in values):
-        rg = first.rg if all(v.rg == first.rg for v in values) else None
-        leaf = first.leaf if all(v.leaf == first.leaf for v in values) else None
-        return Value(TENSOR, rg=rg, leaf=leaf, probable=any(v.probable for v in values),
-                     deps=union(v.deps for v in values) if rg else frozenset(),
-                     cuts=union(v.cuts for v in values), inference=all(v.inference for v in values))
-    if all(v.kind == TUPLE and len(v.items) == len(first.items) for v in values):
-        return Value(TUPLE, items=tuple(join_values([v.items[i] for v in values]) for i in range(len(first.items))))
-    if all(v.kind == first.kind for v in values) and first.kind in (MODULE, INSTANCE, OPTIMIZER, SCALAR, CONST):
-        same = all(v.node == first.node and v.params == first.params for v in values)
-        return first if same else Value(first.kind)
-    return UNKNOWN_VALUE
+    from gradlint.model.lattice import join_values as join  # the joins live in lattice.py
+
+    return join(values)
