@@ -90,6 +90,10 @@ class GraphKeptAlive(Rule):
         model = self.model
         if acc is None or not model.loops or not model.defined_before_loop(acc):
             return
+        if acc.endswith(".data"):
+            # `x.data[i] = t`, `x.data += t`: `.data` is a new detached tensor at each read, the
+            # write lands in x's storage and the graph stays on that temporary, which dies
+            return
         if model.function_stack and model.function_stack[-1].name.value == "forward":
             return  # collecting a forward pass's outputs: the graph is meant to live until backward()
         values = _graph_values(model.value_of(value_node))
