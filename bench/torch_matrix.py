@@ -13,7 +13,8 @@ system's temporary directory), so a second run of a version reuses them.
 torch wheels of other versions are large (a CUDA build on Linux: about 0.5-1 GB plus its NVIDIA
 libraries); on this project's machines the package index serves them at 20 MB/s or so.
 A pip configuration that caps torch (``constraint = ...``) is ignored for these environments
-(``PIP_CONSTRAINT`` emptied), since each asks for one exact version.
+(``PIP_CONSTRAINT`` pointed at an empty file: an empty value does not override the configuration
+file), since each asks for one exact version.
 
 Never imported by the tests; stdlib only.
 """
@@ -43,7 +44,7 @@ EXTRA = ("pytest>=7", "numpy>=1.22", "click>=8.0", "libcst>=1.0")
 
 def _env() -> Dict[str, str]:
     env = dict(os.environ)
-    env["PIP_CONSTRAINT"] = ""
+    env["PIP_CONSTRAINT"] = os.devnull
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["PYTHONSAFEPATH"] = "1"
     return env
