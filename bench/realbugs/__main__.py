@@ -36,6 +36,33 @@ def found(case: Case, hits: Sequence[Tuple[int, str]]) -> bool:
     return any(abs(line - b) <= WINDOW for line, _ in hits for b, _ in case.bug_lines)
 
 
+def placement(case: Case, hits: Sequence[Tuple[int, str]]) -> str:
+    """Where the tool put its finding for a bug: "at" the marked line (the line to change),
+    "near" (within 2 lines: found, but not at the line), "further" (a finding in the file, none
+    within 2 lines: a miss, often a finding at the symptom), or "none"."""
+    marked = {b for b, _ in case.bug_lines}
+    if any(line in marked for line, _ in hits):
+        return "at"
+    if found(case, hits):
+        return "near"
+    return "further" if hits else "none"
+
+
+def render_placement(cases: Sequence[Case], results: Dict[str, tools.Findings]) -> str:
+    """The placement column (issue 22): of the bugs each tool reports, how many at the line to
+    change."""
+    lines = ["Placement of the findings on bugs (at the marked line / within 2 lines / only further "
+             "away / no finding in the file):", "",
+             "| tool | at the marked line | within 2 | further | none | found at the marked line |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for t, fs in results.items():
+        count = collections.Counter(placement(c, fs.get(c.path, [])) for c in cases if c.kind == "bug")
+        found_n = count["at"] + count["near"]
+        lines.append(f"| {t} | {count['at']} | {count['near']} | {count['further']} | {count['none']} | "
+                     f"{_pct(count['at'], found_n)} |")
+    return "\n".join(lines)
+
+
 def score(cases: Sequence[Case], results: Dict[str, tools.Findings]) -> Dict[str, Dict[str, List[int]]]:
     """{category: {tool: [found, bugs, fp_files, clean_files]}} plus a "total" row."""
     table: Dict[str, Dict[str, List[int]]] = collections.defaultdict(
@@ -89,7 +116,9 @@ def per_case(cases: Sequence[Case], results: Dict[str, tools.Findings]) -> str:
         for t, fs in results.items():
             hits = fs.get(c.path, [])
             if c.kind == "bug":
-                cells.append("found" if found(c, hits) else ("miss" + (f" ({len(hits)} elsewhere)" if hits else "")))
+                where = placement(c, hits)
+                cells.append({"at": "found", "near": "found (within 2)"}.get(where)
+                             or ("miss" + (f" ({len(hits)} elsewhere)" if hits else "")))
             else:
                 cells.append("FP " + ",".join(f"{code}@{ln}" for ln, code in hits) if hits else "clean")
         rows.append(f"| {c.name} | {c.category} | " + " | ".join(cells) + " |")
@@ -236,6 +265,8 @@ def main(argv: Sequence[str] = ()) -> int:
         print(per_case(cases, results))
         print()
     print(render(cases, score(cases, results), list(results)))
+    print()
+    print(render_placement(cases, results))
     return 0
 
 
