@@ -48,6 +48,12 @@ class ClipGradMisplaced(Rule):
     update uses unclipped gradients, and `max_norm` does nothing (training with large gradients
     diverges as if there were no clipping).
 
+    With mixed precision (a `GradScaler`), clipping between `scaler.scale(loss).backward()` and
+    `scaler.step(optimizer)` without `scaler.unscale_(optimizer)` before it is reported too: the
+    gradients are still multiplied by the loss scale (65536 at the start), so the clip bounds
+    the scaled norm, and once `scaler.step()` unscales them every update is that much smaller
+    than the clipping asked for (training crawls, or stalls).
+
     Not reported: clipping between `backward()` and `step()` (also with gradient accumulation,
     `scaler.unscale_(optimizer)` first, or several optimizers each clipped before its own
     `step()`), clipping in a branch that ends the iteration (`continue`), and a call that only
@@ -88,6 +94,7 @@ class ClipGradMisplaced(Rule):
         super().__init__(model, sink)
         self._clips: List[_Clip] = []
         self._ifs: List[cst.If] = []
+        self._unscales: List[int] = []  # where (the event count) each `scaler.unscale_(...)` ran
 
     def visit_If(self, node: cst.If) -> None:
         self._ifs.append(node)
@@ -100,6 +107,9 @@ class ClipGradMisplaced(Rule):
         model = self.model
         if model.repeat:
             return  # the loop's second pass: events belong to the first
+        if type(node.func) is cst.Attribute and node.func.attr.value == "unscale_":
+            self._unscales.append(len(model.events))
+            return
         q = model.qualname(node.func)
         if q is None:
             name = (dotted(node.func) or "").rsplit(".", 1)[-1]
@@ -129,6 +139,16 @@ class ClipGradMisplaced(Rule):
                 continue
             found = _misplaced(clip, group)
             if found is None:
+                scaled = _scaled(clip, group, self._unscales)
+                if scaled is not None:
+                    backward, step = scaled
+                    reported.add(id(clip.node))
+                    what = ("gradient clipping of GradScaler-scaled gradients: no `scaler.unscale_(optimizer)` since "
+                            "`scaler.scale(loss).backward()`, so the clip bounds the scaled norm and, once "
+                            "`scaler.step()` unscales them, every update is shrunk by the loss scale")
+                    self.report(clip.node, context=clip.context, what=what,
+                                related=[(backward.node, "the scaled backward()"),
+                                         (step.node, "the step that unscales the clipped gradients")])
                 continue
             step, backward, after_step = found
             reported.add(id(clip.node))
@@ -148,6 +168,33 @@ class ClipGradMisplaced(Rule):
         if e.kind != "backward" or not isinstance(e.node, cst.Call):
             return False
         return self.model.qualname(e.node.func) == "torch.autograd.grad"
+
+
+def _scaler_of(call: Any, method: str) -> Optional[str]:
+    """``S`` of ``S.<method>(...)`` (dotted), else None."""
+    if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == method:
+        return dotted(call.func.value)
+    return None
+
+
+def _scaled(clip: _Clip, group: List[Any], unscales: List[int]) -> Optional[Tuple[Any, Any]]:
+    """(the backward, the step) when the clipping runs between ``S.scale(loss).backward()`` and
+    ``S.step(optimizer)`` of the same GradScaler ``S`` with no ``unscale_(...)`` in between
+    (AMP's gradients are still multiplied by the loss scale there); else None."""
+    before = [e for e in group if e.seq < clip.seq and e.kind in _ORDER]
+    after = [e for e in group if e.seq >= clip.seq and e.kind in _ORDER]
+    if not before or not after or before[-1].kind != "backward" or after[0].kind != "step":
+        return None
+    backward, step = before[-1], after[0]
+    node = backward.node
+    receiver = node.func.value if type(node) is cst.Call and type(node.func) is cst.Attribute \
+        and node.func.attr.value == "backward" else None
+    scaler = _scaler_of(receiver, "scale")
+    if scaler is None or _scaler_of(step.node, "step") != scaler:
+        return None
+    if any(backward.seq < u <= clip.seq for u in unscales):
+        return None
+    return backward, step
 
 
 def _only_measures(node: cst.Call) -> bool:

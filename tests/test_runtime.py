@@ -36,6 +36,11 @@ RUNTIME_CODES = CORE_CODES | set(watcher_codes())
 
 # Codes out of reach of a TorchFunctionMode and the hooks torch offers (the README lists them too).
 CODES_OUT_OF_REACH = {
+    "GL605_clip_grad_misplaced::bad_amp_clip_before_unscale":
+        "the runtime's GL605 checks where the clip runs between backward() and step(); whether a GradScaler "
+        "has unscaled the gradients before it is not followed at run time yet (static mode reports it)",
+    "GL605_clip_grad_misplaced::bad_amp_trainer_clips_scaled_gradients":
+        "the same: a clip of GradScaler-scaled gradients is not followed at run time yet",
     "GL000": "a file that does not parse never runs",
     "GL001": "gradlint's own failure on a file (static mode)",
     "GL202": "the value travels as a Python float (.item(), float(t), .tolist()); telling a round trip "
@@ -66,6 +71,11 @@ DEEP_ONLY = {
 
 # Bad examples of covered codes that neither level can report, and why.
 OUT_OF_REACH = {
+    "GL605_clip_grad_misplaced::bad_amp_clip_before_unscale":
+        "the runtime's GL605 checks where the clip runs between backward() and step(); whether a GradScaler "
+        "has unscaled the gradients before it is not followed at run time yet (static mode reports it)",
+    "GL605_clip_grad_misplaced::bad_amp_trainer_clips_scaled_gradients":
+        "the same: a clip of GradScaler-scaled gradients is not followed at run time yet",
     "GL501_graph_kept_alive::bad_validation_step_of_a_plain_class_keeps_the_graph":
         "no backward() runs: the runtime compares what is kept across back-propagated steps",
     "GL601_missing_zero_grad::bad_master_params_model_grads_never_cleared":

@@ -51,7 +51,7 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "function-backward-arity": "GL704",
     "non-full-backward-hook": "GL705",
     # no rule yet (bench/realbugs/README.md says why)
-    "clip-scaled-grads": None,
+    "clip-scaled-grads": "GL605",
     "scaler-step-bypassed": None,
     "zero-grad-in-accumulation": None,
     "checkpoint-no-grad-input": None,
