@@ -15,7 +15,7 @@ from gradlint.model.syntax import (
 )
 from gradlint.model.values import (
     NAMESPACE,
-    CLASS, FUNCTION, INSTANCE, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
+    CLASS, CONST, FUNCTION, INSTANCE, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
     UNKNOWN, UNKNOWN_VALUE, CONST_VALUE, Cut, Value, element_of, flatten, leaf_rg, plain_tensor, src_of, union,
 )
 
@@ -321,6 +321,10 @@ class CallMixin:
             self.log("clip", dotted(node.args[0].value) if node.args else None, node)
             self._escape(args)
             return UNKNOWN_VALUE
+        if q in api.GRAD_OFF or q in api.GRAD_ON or q in api.SET_GRAD:
+            # a grad-mode context object (`off = torch.no_grad()`; `with off:` later): certainly
+            # no tensor, and it keeps its call, so that a `with` of the name switches the mode
+            return Value(CONST, node=node)
         if q in api.FACTORIES or q in api.REBUILDERS:
             v = self._factory(q, node, args)
             if v.kind == TENSOR and v.dtype is None:

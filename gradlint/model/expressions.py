@@ -12,7 +12,7 @@ from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
     NAMESPACE,
-    CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value,
+    CONST, CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value,
     element_of, plain_tensor, union,
 )
 from gradlint.model.lattice import deps_of, ids_of, join_branch_values, tensor_view
@@ -90,6 +90,12 @@ class ExpressionMixin:
             # else None` is no module on every path)
             a, b = self.value_of(node.body), self.value_of(node.orelse)
             if a is b or (a.kind != TENSOR and b.kind != TENSOR):
+                if a.kind == CONST == b.kind and type(a.node) is cst.Call and type(b.node) is cst.Call:
+                    # `torch.inference_mode() if fast else torch.no_grad()`: a context object
+                    # on either path (a `with` of it reads both: objects.py, walk.py)
+                    v = Value(CONST)
+                    v.alts = (a, b)
+                    return v
                 return a if a is b else UNKNOWN_VALUE
             v = join_branch_values([a, b])
             return v if v is not None else UNKNOWN_VALUE

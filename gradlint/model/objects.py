@@ -12,7 +12,7 @@ from gradlint.model.loops import carried_attributes
 from gradlint.model.names import canonical, dotted, node_children, subtree
 from gradlint.model.lattice import deps_of
 from gradlint.model.values import (
-    CLASS, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
+    CLASS, CONST, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
     plain_tensor, union,
 )
 
@@ -45,7 +45,8 @@ def harvest(fn: cst.FunctionDef, env: Dict[str, Value], table: Dict[str, Value])
         if not key.startswith(me) or "[" in key or "." in key[len(me):]:
             continue
         attr = "self." + key[len(me):]
-        if v.kind in (MODULE, OPTIMIZER, INSTANCE) or (init and v.kind == TENSOR and (v.is_param or v.made == "conv")):
+        if v.kind in (MODULE, OPTIMIZER, INSTANCE) or (init and v.kind == TENSOR and (v.is_param or v.made == "conv")) \
+                or (init and v.kind == CONST and (type(v.node) is cst.Call or v.alts)):  # a grad-mode context
             old = table.get(attr)
             if old is None:
                 table[attr] = v

@@ -19,7 +19,8 @@ from gradlint.model.objects import harvest as _harvest
 from gradlint.model.state import Model, element_of
 from gradlint.model.walk_calls import CallWalker
 from gradlint.model.syntax import const_bool
-from gradlint.model.values import CLASS, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN_VALUE, Value, join_values
+from gradlint.model.lattice import alternatives
+from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN_VALUE, Value, join_values
 
 
 # Decorators known not to change grad mode.
@@ -629,6 +630,14 @@ class Walker(CallWalker):
 
     def _context_grad_mode(self, expr: cst.BaseExpression) -> Any:
         model = self.model
+        if type(expr) in (cst.Name, cst.Attribute) and model.qualname(expr) is None:
+            # `with off:` of `off = torch.no_grad()` (or `self.ctx = torch.inference_mode()`):
+            # the mode of the call the name holds
+            held = model.value_of(expr)
+            calls = [a.node for a in alternatives(held)]
+            if all(type(c) is cst.Call for c in calls) and (held.kind == CONST or held.alts):
+                modes = {self._context_grad_mode(c) for c in calls}  # (every path's: one mode, or unknown)
+                return modes.pop() if len(modes) == 1 else None
         args = None
         if type(expr) is cst.Call:
             args = [a for a in expr.args if a.keyword is None or a.keyword.value == "mode"]
