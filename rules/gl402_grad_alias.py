@@ -86,12 +86,14 @@ class GradAlias(Rule):
                     break  # .grad becomes None: the next backward() makes a new tensor
                 if e.kind == "backward" and _misses(e.value, owner):
                     continue  # this backward() does not reach the tensor whose .grad is kept
-                if (e.kind == "backward" and owner is not None and e.seq >= seq
+                if (e.kind in ("backward", "zero_grad_keep") and owner is not None and e.seq >= seq
                         and model.leaf_rebinds.get(owner.id, 1 << 30) <= e.seq):
                     continue  # its name holds a new leaf by then (`x, w = make_problem()`)
-                if (e.kind == "backward" and loop is not None and e.seq < seq and owner is not None
-                        and owner.id >= start and not owner.is_param):
-                    continue  # the next iteration's backward() reaches a new leaf, made in the loop
+                if (e.kind in ("backward", "zero_grad_keep") and loop is not None and e.seq < seq
+                        and owner is not None and owner.id >= start and not owner.is_param):
+                    # the next iteration's backward() reaches (its `.grad.zero_()` zeroes) a new
+                    # leaf, made in the loop, not the one whose gradient is kept
+                    continue
                 if e.kind in ("zero_grad_keep", "backward"):
                     if last_read > e.seq or (loop is not None and e.seq < seq):
                         how = {"zero_grad_keep": "it is zeroed in place (`zero_grad(set_to_none=False)` / `.grad.zero_()`)",
