@@ -45,6 +45,8 @@ CODES_OUT_OF_REACH = {
     "GL001": "gradlint's own failure on a file (static mode)",
     "GL202": "the value travels as a Python float (.item(), float(t), .tolist()); telling a round trip "
              "from logging needs the data flow through Python numbers",
+    "GL706": "torch itself raises at the call of a Function instance, with its own message, before any "
+             "hook runs; static mode names the class and the forward to rewrite",
     "GL304": "rebinding a Python name is not a torch call; the runtime reports the consequences "
              "(GL303 at the .grad read, GL305 at backward())",
 }

@@ -56,7 +56,7 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "zero-grad-in-accumulation": None,
     "checkpoint-no-grad-input": None,
     "cross-loss-grad-leak": None,
-    "legacy-autograd-function": None,
+    "legacy-autograd-function": "GL706",
     "ddp-unused-parameters": None,
     "hook-not-removed": None,
     "frozen-by-zeroed-grad": None,
