@@ -315,6 +315,10 @@ def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], o
         off = walker.model.grad_off_functions()
         if off:
             sink = [e for e in sink if not any(name in off for name in e[2]["assumed"])]
+        if sink and project is not None and options.follow_imports:
+            # ... or that every caller in the project runs with grad off (an inference method
+            # called under torch.no_grad() from another module)
+            sink = _called_with_grad_off(sink, walker.model, project)
     findings: List[Finding] = []
     for err in walker.errors:
         findings.extend(_internal(display, options.codes, f"rule {err.rule.code}", err.exc))
@@ -325,6 +329,23 @@ def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], o
     findings = apply_noqa(findings, text, display)
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _called_with_grad_off(sink: List[Any], model: Any, project: Any) -> List[Any]:
+    """The findings made under an assumed "grad on", less those inside a function every call of
+    which, anywhere in the project, runs with grad off (``gradlint.callers``)."""
+    from gradlint.callers import all_calls_grad_off
+
+    verdicts: Dict[str, bool] = {}
+
+    def off(name: str) -> bool:
+        got = verdicts.get(name)
+        if got is None:
+            method = name not in model.functions and any(name in c.methods for c in model.classes.values())
+            got = verdicts[name] = all_calls_grad_off(project, name, method)
+        return got
+
+    return [e for e in sink if not any(off(name) for name in e[2]["assumed"])]
 
 
 # ---------------------------------------------------------------------------- files and pool

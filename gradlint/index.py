@@ -101,6 +101,9 @@ class ProjectIndex:
         self._tops: Dict[str, Tuple[List[Tuple[str, int]], bool, Optional[str]]] = {}
         self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, bool]]] = {}
         self.parses = 0  # how many parses the cache made (tests and bench read it)
+        # what other modules compute from the whole project (gradlint.callers), dropped with the
+        # rest of what the index knows of the files (refresh)
+        self.derived: Dict[str, Any] = {}
 
     # ------------------------------------------------------------------ resolution
     def roots_for(self, importer: str) -> List[str]:
@@ -251,6 +254,7 @@ class ProjectIndex:
         self._exists.clear()
         self._tops.clear()
         self._resolved.clear()
+        self.derived.clear()
 
     def import_time(self, path: str) -> Tuple[List[Tuple[str, int]], bool, Optional[str]]:
         """What running ``path``'s top level does at import, read from its text without a

@@ -45,7 +45,10 @@ class InplaceOnLeaf(Rule):
     It does not fire under `torch.no_grad()`, `torch.inference_mode()`, a `@torch.no_grad()`
     function, or in the `forward`/`backward` of a custom `autograd.Function` (grad mode is off
     there); nor for `torch.nn.init.*` functions (they run under `no_grad` internally), writes
-    through `.data`, `x.grad.zero_()`, or a tensor that does not require grad.
+    through `.data`, `x.grad.zero_()`, or a tensor that does not require grad, such as the
+    parameters of a module the code froze (`requires_grad_(False)`, `p.requires_grad = False`
+    or `p.detach_()` over its `parameters()`, also in `__init__` or a helper): an EMA or teacher
+    copy (`self.ema = copy.deepcopy(model)`, then `ema_p.mul_(d).add_(p.detach(), alpha=1 - d)`).
 
     After an `if`/`else`, `a if c else b`, `try`/`except` or a loop, it fires only when the
     tensor is a leaf that requires grad on every path that reaches the op (a path where the name

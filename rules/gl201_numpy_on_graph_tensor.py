@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any, List
 
 import libcst as cst
@@ -25,6 +26,21 @@ def _tensor_args(model: Any, node: cst.Call) -> List[Any]:
     return out
 
 
+# functions whose name says they run for inference (`predict`, `generate_text`, `sample`): their
+# callers usually run them with grad off
+_INFERENCE = re.compile(r"^_*(predict|generate|infer|inference|sample|evaluate|validate|decode|translate|"
+                        r"transcribe|beam_search|greedy_search)(_\w+)?$")
+
+
+def _inference_function(model: Any) -> Any:
+    """The name of the innermost function when grad mode is only assumed on there and that
+    function is named for inference; else None."""
+    chain = model.assumed_chain()
+    if not chain:
+        return None
+    return chain[-1] if _INFERENCE.match(chain[-1]) else None
+
+
 class NumpyOnGraphTensor(CutRule):
     """
     ## What it does
@@ -46,6 +62,13 @@ class NumpyOnGraphTensor(CutRule):
     2. Silently wrong: the tensor rebuilt from NumPy has no history, so `backward()` stops there
        and everything that produced `h` gets `grad=None` (it is never trained), while the
        layers after the break train normally.
+
+    Inside a function, grad mode is that of its callers: a function or method that every caller
+    in the project (in any module, by name, through callers of callers) runs under
+    `torch.no_grad()` or `torch.inference_mode()` is not reported. One whose callers are not all
+    known to turn grad off is linted with grad on; when its name says it runs for inference
+    (`predict`, `generate`, `infer`, `sample`, `evaluate`, `decode`, ...) and no caller shows
+    grad on, form 1 is a warning that says so.
 
     Not reported: `.detach().numpy()` for logging or metrics, `.numpy(force=True)`, tensors
     computed under `torch.no_grad()`, and targets or masks computed in NumPy from a prediction
@@ -107,6 +130,18 @@ class NumpyOnGraphTensor(CutRule):
         if not v.requires_grad:
             return
         raised = "TypeError" if q in _TYPEERROR else "RuntimeError"
+        inference = _inference_function(model)
+        if inference is not None:
+            # grad on is only assumed in a function whose name says it runs for inference, and no
+            # caller in the file or the project shows it run with grad off or on: its callers decide
+            self.report(
+                node,
+                what=(f"{call} on a tensor that requires grad if `{inference}` runs with grad on (its callers "
+                      f"decide, and not every caller in the project runs it under `torch.no_grad()`): torch raises "
+                      f"{raised} here then; use `.detach()` first, or decorate `{inference}` with `@torch.no_grad()`"),
+                severity=Severity.WARNING,
+            )
+            return
         self.report(
             node,
             what=f"{call} on a tensor that requires grad: torch raises {raised} here; use `.detach()` first",

@@ -18,6 +18,12 @@ class TensorCopyConstruct(Rule):
     Finds `torch.tensor(t)` (and `torch.tensor(t, requires_grad=True)`) whose argument is a
     tensor.
 
+    Not reported where a type test proves the argument is no tensor: in the branch of
+    `isinstance(t, (list, tuple))`, `isinstance(t, Sequence)`, `isinstance(t, np.ndarray)`,
+    `not isinstance(t, torch.Tensor)`, `not torch.is_tensor(t)`, `t is None` (also combined with
+    `and`/`or`, and in `a if test else b`), and after an `if` whose body returns, continues or
+    raises (`if torch.is_tensor(t): return t`) or an `assert` of such a test.
+
     ## Why is this bad
     torch warns on every call: `UserWarning: To copy construct from a tensor, it is recommended
     to use sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True),

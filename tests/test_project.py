@@ -425,3 +425,89 @@ def test_grad_mode_switched_off_by_an_import(tmp_path: Path):
     assert [c for _, _, c in found(check(proj2, "--no-cache", "main.py")[1])] == []
     proj3 = write_tree(tmp_path / "p3", dict(lib, **{"main.py": "import torch\nfrom lib import fit\n\nprint(fit(1))\n"}))
     assert found(check(proj3, "--no-cache", "main.py")[1]) == []
+
+
+# ------------------------------------------------------------------ callers in other modules
+INFER_MODELS = """\
+    import torch
+    import torch.nn as nn
+
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(x)
+
+        def predict(self, x):
+            return (x @ self.fc.weight.t()).softmax(-1).numpy()
+
+        def features(self, x):
+            return (x @ self.fc.weight.t()).numpy()
+
+
+    def infer(x):
+        net = Classifier()
+        return (x @ net.fc.weight.t()).numpy()
+    """
+INFER_CALLERS = """\
+    import torch
+    from models import Classifier, infer
+
+
+    def evaluate(model, batches):
+        out = []
+        with torch.no_grad():
+            for x in batches:
+                out.append(model.predict(x))
+        return out
+
+
+    def score(model, x):
+        return infer(x)
+
+
+    @torch.inference_mode()
+    def report(model, x):
+        return score(model, x), model.predict(x)
+    """
+
+
+def test_inference_method_run_with_grad_off_by_every_caller_in_other_modules(tmp_path: Path):
+    """A method or function whose body is linted with grad on by assumption: when every call of
+    it in the project (by name, in any module; through callers of callers) runs under no_grad or
+    inference_mode, its body is not reported; one caller with grad on, or a reference that may be
+    called anywhere (a callback), keeps the finding. Without any caller, an inference-named
+    method is a warning whose message says that its callers decide."""
+    proj = write_tree(tmp_path / "p", {"pyproject.toml": "", "models.py": INFER_MODELS,
+                                       "evaluate.py": INFER_CALLERS})
+    assert found(check(proj, "--no-cache", "models.py")[1]) == [("models.py", 17, "GL201")]  # features: no caller
+    items = check(proj, "--no-cache", ".")[1]
+    assert found(items) == [("models.py", 17, "GL201")]
+    assert items[0]["severity"] == "error"
+
+    # the cache knows that models.py's result depends on its callers' modules (each run below in
+    # a fresh index, as in a new process)
+    from gradlint import index as index_module
+
+    index_module._INDEXES.clear()
+    assert found(check(proj, "models.py")[1]) == [("models.py", 17, "GL201")]
+    index_module._INDEXES.clear()
+    (proj / "serve.py").write_text("from models import Classifier\n\n\ndef serve(m, x):\n    return m.predict(x)\n")
+    (proj / "evaluate.py").write_text(textwrap.dedent(INFER_CALLERS) + "\n# edited\n")
+    items = check(proj, "models.py")[1]
+    assert found(items) == [("models.py", 14, "GL201"), ("models.py", 17, "GL201")]
+    predict = [i for i in items if i["line"] == 14][0]
+    assert predict["severity"] == "warning" and "if `predict` runs with grad on" in predict["message"]
+
+    # a reference that can be called anywhere
+    cb = write_tree(tmp_path / "cb", {"pyproject.toml": "", "models.py": INFER_MODELS,
+                                      "evaluate.py": INFER_CALLERS,
+                                      "hooks.py": "def register(m, hooks):\n    hooks.append(m.predict)\n"})
+    assert ("models.py", 14, "GL201") in found(check(cb, "--no-cache", "models.py")[1])
+    # `infer` through `score`, a caller whose every caller runs with grad off; called once with grad on
+    on = write_tree(tmp_path / "on", {"pyproject.toml": "", "models.py": INFER_MODELS,
+                                      "evaluate.py": INFER_CALLERS + "\n\ndef train(m, x):\n    return score(m, x)\n"})
+    assert ("models.py", 22, "GL201") in found(check(on, "--no-cache", "models.py")[1])

@@ -417,6 +417,11 @@ class CallMixin:
             return UNKNOWN_VALUE
         if q == "copy.deepcopy" and args:
             self._emit("deepcopy", (node, args[0], dotted(node.args[0].value)))
+            a = args[0]
+            if a.kind == MODULE:
+                # a copy of a module (an EMA or teacher model): a module of the same class, with
+                # parameters of its own (trainable as the original's were, until the code freezes them)
+                return Value(MODULE, params=a.params, act=a.act, inplace=a.inplace, node=a.node)
             return UNKNOWN_VALUE
         if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper() and "lr_scheduler" not in q:
             params = args[0] if args else UNKNOWN_VALUE
@@ -435,7 +440,8 @@ class CallMixin:
         kind = receiver.kind
         if attr in ("parameters", "named_parameters"):
             key = dotted(node.func.value)  # type: ignore[attr-defined]
-            frozen = (key is not None and self.frozen(key)) or (kind == MODULE and receiver.params is False)
+            # (an object the model did not know, made not to require grad: a module, frozen)
+            frozen = (key is not None and self.frozen(key)) or (kind in (MODULE, UNKNOWN) and receiver.params is False)
             return Value(PARAMS if attr == "parameters" else NAMED_PARAMS, node=key, params=False if frozen else None,
                          alias_of=receiver, made="generator")  # (the parameters of that module)
         if attr in ("backward", "manual_backward"):
@@ -471,7 +477,7 @@ class CallMixin:
                     # trainable leaves (`nn.Conv2d(...).requires_grad_(False)` too)
                     frozen = Value(MODULE, params=False if flag is False else None, node=receiver.node)
                     if key is not None:
-                        self.frozen_keys.add(key)
+                        self.freeze(key)
                         self.bind_key(key, frozen)
                     return frozen
                 return receiver
@@ -502,7 +508,12 @@ class CallMixin:
             kw = kwarg(node, "requires_grad")
             flag_node = kw.value if kw is not None else (pos[0] if pos else None)
             flag = True if flag_node is None else const_bool(flag_node)
-            new = self._requires_grad(receiver, flag, node)
+            if kind == UNKNOWN and flag is False:
+                # a tensor or a module (`copy.deepcopy(model).requires_grad_(False)`): whichever it
+                # is, nothing in it requires grad now (bound to a name, the name is frozen)
+                new = Value(UNKNOWN, params=False)
+            else:
+                new = self._requires_grad(receiver, flag, node)
             if new is None:
                 return UNKNOWN_VALUE
             key = dotted(node.func.value)  # type: ignore[attr-defined]
@@ -519,6 +530,8 @@ class CallMixin:
                                        alias_kind=receiver.alias_kind)
                 if src is not None:
                     out.made, out.made_node = "computed", self.current_statement  # where the graph is cut
+                if attr == "detach_":
+                    self._freezes(receiver)  # `for p in self.ema.parameters(): p.detach_()`
                 key = dotted(node.func.value) if attr == "detach_" else None  # type: ignore[attr-defined]
                 if key is not None:
                     self.bind_key(key, out)

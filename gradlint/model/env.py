@@ -10,7 +10,7 @@ import libcst as cst
 from gradlint.model.lattice import FREED, join_envs  # noqa: F401 (FREED re-exported)
 from gradlint.model.names import dotted
 from gradlint.model.values import (
-    NAMESPACE, CLASS, FUNCTION, MODULE, NDARRAY, TENSOR, TUPLE, UNKNOWN_VALUE, Value,
+    NAMESPACE, CLASS, FUNCTION, MODULE, NDARRAY, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value,
 )
 
 
@@ -38,6 +38,8 @@ class EnvMixin:
             self.leaf_rebinds.setdefault(old.id, len(self.events))
         env[key] = value
         self.bound_stmt[key] = self.current_statement
+        if value.kind == UNKNOWN and value.params is False:
+            self.freeze(key)  # `self.ema = copy.deepcopy(model).requires_grad_(False)`
         loop = self.own_loop()
         if loop is not None:
             loop.products.setdefault(id(self.current_statement), set()).add(value.id)

@@ -8,6 +8,7 @@ from typing import Any, List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.guards import narrow, type_guards, widen
 from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
@@ -85,10 +86,18 @@ class ExpressionMixin:
             return UNKNOWN_VALUE
         if t is cst.IfExp:
             self.value_of(node.test)
-            # `a if c else b`: either value. For tensors, the must and may views of the join
-            # (lattice.py); other objects only when both are the same (`nn.Linear(...) if c
-            # else None` is no module on every path)
-            a, b = self.value_of(node.body), self.value_of(node.orelse)
+            # `a if c else b`: either value, each seen with what the test proves in its branch
+            # (guards.py). For tensors, the must and may views of the join (lattice.py); other
+            # objects only when both are the same (`nn.Linear(...) if c else None` is no module
+            # on every path)
+            branches = []
+            for branch, keys in zip((node.body, node.orelse), type_guards(self, node.test)):
+                saved = narrow(self, keys)
+                try:
+                    branches.append(self.value_of(branch))
+                finally:
+                    widen(self, saved)
+            a, b = branches
             if a is b or (a.kind != TENSOR and b.kind != TENSOR):
                 if a.kind == CONST == b.kind and type(a.node) is cst.Call and type(b.node) is cst.Call:
                     # `torch.inference_mode() if fast else torch.no_grad()`: a context object

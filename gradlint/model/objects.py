@@ -293,11 +293,33 @@ class ObjectMixin:
                 is_module = is_module or bool(base is not None and base.kind == CLASS and base.params)
         return Value(CLASS, node=info.node, params=is_module or None)
 
+    def freeze(self, key: str) -> None:
+        """The code froze ``key`` (a module, or a parameter of one)."""
+        self.frozen_keys.setdefault(key, set()).add(self._freeze_scope())
+        self.freezes.append(key)
+
+    def _freeze_scope(self) -> Any:
+        """Where a freeze holds: the function being walked (0 at module level), and its class."""
+        fn = self.function_stack[-1] if self.function_stack else None
+        if fn is None:
+            return (0, 0)
+        cls = self.method_class.get(id(fn))
+        return (id(fn), id(cls) if cls is not None else 0)
+
     def frozen(self, key: str) -> bool:
         """Did the code freeze ``key`` or a module it belongs to (``requires_grad_(False)``,
-        ``p.requires_grad = False`` over its ``parameters()``)?"""
+        ``p.requires_grad = False`` or ``p.detach_()`` over its ``parameters()``)? A name frozen in
+        a function is frozen there (and at module level, everywhere); ``self.x`` in every method of
+        the class that froze it."""
         return any(key == f or key.startswith((f + ".", f + "[")) or f.startswith((key + ".", key + "["))
-                   for f in self.frozen_keys)
+                   for f in self.visible_frozen())
+
+    def visible_frozen(self) -> List[str]:
+        """The frozen keys that hold in the function being walked."""
+        here = self._freeze_scope()
+        cls = here[1]
+        return [f for f, scopes in self.frozen_keys.items()
+                if any(s == here or s[0] == 0 or (cls and s[1] == cls and f.startswith("self.")) for s in scopes)]
 
     def _walk_forward(self, module: Value, args: List[Value], node: Any) -> Optional[Value]:
         """Calling a module of a class of this file runs its ``forward`` with these inputs."""

@@ -115,9 +115,11 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.classes: Dict[str, Any] = {}
         self.method_class: Dict[int, Any] = {}
         self.class_tables: Dict[str, Dict[str, Value]] = {}
-        # keys of modules (or parameters) the code froze; value id -> the module key whose
-        # ``parameters()`` the value came from
-        self.frozen_keys: set = set()
+        # keys of modules (or parameters) the code froze -> the functions (by id; 0: module level)
+        # whose walk froze them: a local name is frozen in its own function only, `self.*` in
+        # every method
+        self.frozen_keys: Dict[str, set] = {}
+        self.freezes: List[str] = []  # the keys, in the order the walk froze them (also again)
         # id of a torch.nn layer's value -> (that value, {attribute: its parameter}): `m.weight`
         # is the same tensor at every read of the same module
         self.layer_params: Dict[int, Tuple[Value, Dict[str, Value]]] = {}

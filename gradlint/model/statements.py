@@ -155,7 +155,7 @@ class StatementMixin:
         flag = const_bool(flag_node)
         if flag is not True and cur.kind == TENSOR and cur.is_param and "." in key:
             # `self.emb.weight.requires_grad = False`: that parameter stays frozen in every method
-            self.frozen_keys.add(key)
+            self.freeze(key)
         new = self._requires_grad(cur, flag, stmt)
         if new is not None:
             self.bind_key(key, new)
@@ -166,9 +166,8 @@ class StatementMixin:
             for c in cur.cuts:
                 if c.kind == "rebound":
                     self.releafed.add(id(c.node))  # `w = w - lr * w.grad` then `w.requires_grad_()`
-        owner = self.param_owner.get(cur.id)
-        if owner is not None and flag is not True:
-            self.frozen_keys.add(owner)  # `for p in model.backbone.parameters(): p.requires_grad = False`
+        if flag is not True:
+            self._freezes(cur)
         if cur.kind == UNKNOWN:
             if flag is True:
                 return Value(TENSOR, rg=True, leaf=None)
@@ -192,6 +191,15 @@ class StatementMixin:
         if cur.rg is False and (cur.made == "computed" or cur.cuts):
             return leaf_rg(cuts=cur.cuts, made="rewrap", made_node=node)
         return leaf_rg(cuts=cur.cuts)
+
+    def _freezes(self, param: Value) -> None:
+        """``param`` stops requiring grad (``requires_grad_(False)``, ``requires_grad = False``,
+        ``detach_()``): when it is the loop variable of ``for p in model.backbone.parameters()``,
+        every parameter of that module is frozen from here on, in every method (an EMA or teacher
+        copy of a model, updated in place later without ``no_grad``)."""
+        owner = self.param_owner.get(param.id)
+        if owner is not None:
+            self.freeze(owner)
 
     @staticmethod
     def _cut_leaf(cut: Cut, cuts: frozenset) -> Value:

@@ -15,6 +15,7 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.names import child_fields as _fields, dotted, is_node as _is_node, subtree
 from gradlint.model.env import FREED
+from gradlint.model.guards import narrow, type_guards, widen
 from gradlint.model.objects import harvest as _harvest
 from gradlint.model.state import Model, element_of
 from gradlint.model.walk_calls import CallWalker
@@ -82,6 +83,7 @@ class Walker(CallWalker):
             cst.Try: self._try,
             cst.With: self._with,
             cst.Lambda: self._lambda,
+            cst.IfExp: self._if_exp,
             cst.ListComp: self._comp,
             cst.SetComp: self._comp,
             cst.GeneratorExp: self._comp,
@@ -204,6 +206,9 @@ class Walker(CallWalker):
                     model.value_of(small.test)  # `assert x.grad is not None` reads x.grad
                     if small.msg is not None:
                         model.value_of(small.msg)
+                    for key in type_guards(model, small.test)[0]:  # `assert not torch.is_tensor(x)`
+                        if model.env.get(key) is not None and model.env[key].kind == TENSOR:
+                            model.bind_key(key, UNKNOWN_VALUE)
                 elif t in (cst.Global, cst.Nonlocal):
                     for n in small.names:
                         model.unbind(n.name.value)
@@ -395,7 +400,7 @@ class Walker(CallWalker):
         ends: List[Any] = []
         model.conditions.append(node.test)
         first_event = len(model.events)
-        not_in_body, not_in_else = self._type_guards(node.test)
+        not_in_body, not_in_else = type_guards(model, node.test)
         grad_before = (model.grad_enabled, model.grad_assumed)
         for key in not_in_body:  # `if not torch.is_tensor(x): x = torch.tensor(x)`: no tensor here
             if model.env.get(key) is not None and model.env[key].kind == TENSOR:
@@ -434,35 +439,18 @@ class Walker(CallWalker):
             model.grad_enabled, model.grad_assumed = None, False
         model.restore(Model.join(ends) if ends else before)
 
-    def _type_guards(self, test: Any) -> Tuple[List[str], List[str]]:
-        """Names an ``if`` test proves are no tensors: in its body (``not torch.is_tensor(x)``,
-        ``isinstance(x, np.ndarray)``) and in its ``else`` (``torch.is_tensor(x)``,
-        ``isinstance(x, torch.Tensor)``)."""
-        negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
-        call = test.expression if negated else test
-        if not type(call) is cst.Call or not call.args:
-            return [], []
-        key = dotted(call.args[0].value)
-        if key is None:
-            return [], []
-        q = self.model.qualname(call.func)
-        is_tensor_test: Optional[bool] = None
-        if q == "torch.is_tensor" or (q is None and (dotted(call.func) or "").rsplit(".", 1)[-1] == "is_tensor"):
-            # (also a project's or a backend's own `is_tensor(x)` helper: `F.is_tensor(x)`)
-            is_tensor_test = True
-        elif type(call.func) is cst.Name and call.func.value == "isinstance" and len(call.args) == 2:
-            types = call.args[1].value
-            names = [el.value for el in types.elements] if type(types) is cst.Tuple else [types]
-            quals = [self.model.qualname(t) or dotted(t) or "" for t in names]
-            if all(x == "torch.Tensor" or x.endswith("Parameter") for x in quals):
-                is_tensor_test = True
-            elif not any("Tensor" in x or "Parameter" in x for x in quals):
-                is_tensor_test = False  # isinstance(x, (np.ndarray, list)): x is no tensor when true
-        if is_tensor_test is None:
-            return [], []
-        if is_tensor_test:  # true: a tensor; false: not one
-            return ([key], []) if negated else ([], [key])
-        return ([], []) if negated else ([key], [])
+    def _if_exp(self, node: cst.IfExp) -> None:
+        """``a if test else b``: each branch is seen with what the test proves there
+        (``torch.tensor(x) if isinstance(x, list) else x``: no tensor in the first)."""
+        model = self.model
+        self.walk(node.test)
+        not_in_body, not_in_else = type_guards(model, node.test)
+        for branch, keys in ((node.body, not_in_body), (node.orelse, not_in_else)):
+            saved = narrow(model, keys)
+            try:
+                self.walk(branch)
+            finally:
+                widen(model, saved)
 
     def _loop_body(self, body: Any, orelse: Any, node: Any, outer: Any = None) -> None:
         model = self.model

@@ -152,7 +152,9 @@ class CallWalker:
         if freed is not None:
             env[FREED] = freed
         me = fn.params.params[0].name.value if receiver_key is not None and fn.params.params else None
-        model.argument_state(dict(keys, **{me: receiver_key}) if me is not None else keys, env)
+        bound = dict(keys, **{me: receiver_key}) if me is not None else keys
+        model.argument_state(bound, env)
+        frozen_in = _frozen_for_call(model, bound)  # (seen from the caller's scope)
         saved = (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
                  model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site)
         model.grad_off_site = off_site
@@ -166,6 +168,9 @@ class CallWalker:
         model.frame_count += 1
         model.frames.append(model.frame_count)
         pushed = model.enter_class_of(fn)
+        for key in frozen_in:
+            model.freeze(key)  # `soft_update(target, ...)` of a target the caller froze
+        frozen_before = len(model.freezes)
         try:
             self._block(fn.body)
             end = model.env
@@ -188,6 +193,7 @@ class CallWalker:
                 if k.startswith(me):
                     model.bind_key(receiver_key + "." + k[len(me):], v)
         model.apply_argument_writes(fn, keys, end)
+        _frozen_by_call(model, model.freezes[frozen_before:], bound)
         if FREED in end:
             model.env[FREED] = end[FREED]
         if not returned:
@@ -309,6 +315,31 @@ class CallWalker:
         ``param.grad.zero_()``): computed with ``_eventful_names``."""
         self._eventful_names()
         return self._clearing_cache
+
+
+def _frozen_for_call(model: Any, keys: Dict[str, Optional[str]]) -> List[str]:
+    """What the caller froze of the arguments it passes, under the parameters' names."""
+    out: List[str] = []
+    frozen = model.visible_frozen()
+    for param, caller in keys.items():
+        if caller is None:
+            continue
+        for f in frozen:
+            if f == caller or caller.startswith((f + ".", f + "[")):
+                out.append(param)  # the argument, or a module it belongs to
+            elif f.startswith((caller + ".", caller + "[")):
+                out.append(param + f[len(caller):])  # a part of it (`trainer.ema` for `self`)
+    return out
+
+
+def _frozen_by_call(model: Any, new: List[str], keys: Dict[str, Optional[str]]) -> None:
+    """What a walked call froze through a parameter (``def freeze(m): for p in m.parameters():
+    p.requires_grad_(False)``) is frozen under the caller's name for the argument (``teacher``)."""
+    for f in set(new):
+        cut = min((i for i in (f.find("."), f.find("[")) if i > 0), default=len(f))
+        caller = keys.get(f[:cut])
+        if caller is not None:
+            model.freeze(caller + f[cut:])
 
 
 def _close(names: set, calls: Dict[str, set]) -> None:

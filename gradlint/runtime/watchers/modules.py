@@ -30,7 +30,9 @@ optimizer, that have gradients, is reported where its variable was bound.
 
 GL705 module-backward-hook: ``Module.register_backward_hook`` (wrapped) called by the user's
 code; reported at the registering line when the module is first called with grad enabled (a
-one-shot forward hook on that module gives the output's shape).
+one-shot forward hook on that module gives the output's shape). The message says what the hook
+reads (its code: grad_input, grad_output only, neither); a hook that reads nothing and returns
+nothing is not reported.
 
 Every wrapper calls the original exactly once; only weak references to user objects are kept.
 """
@@ -186,7 +188,7 @@ class Modules(Patching):
             handle = orig(module, hook)
             if self.active and not _is_compiling():
                 try:
-                    self._non_full_hook(module, sys._getframe(1))
+                    self._non_full_hook(module, sys._getframe(1), _hook_use(hook))
                 except Exception:
                     pass
             return handle
@@ -437,9 +439,9 @@ class Modules(Patching):
                 return
 
     # -- GL705 ---------------------------------------------------------------------------------
-    def _non_full_hook(self, module: nn.Module, caller: Any) -> None:
-        if not _user(caller):
-            return
+    def _non_full_hook(self, module: nn.Module, caller: Any, use: str = "grad_input") -> None:
+        if not _user(caller) or use == "nothing":
+            return  # (a hook that reads nothing and returns nothing: nothing it gives is wrong)
         path, line = display_path(caller.f_code.co_filename), caller.f_lineno
         handle: List[Any] = []
 
@@ -452,8 +454,7 @@ class Modules(Patching):
                 out = output[0] if isinstance(output, (tuple, list)) and output else output
                 shape = _describe(out) if isinstance(out, torch.Tensor) else type(out).__name__
                 self.m._add("GL705", f"`register_backward_hook` on `{type(mod).__name__}` (output {shape}) is the "
-                                     f"deprecated non-full hook: its grad_input holds the gradients of the inputs of "
-                                     f"the module's last autograd op, not of the module's inputs; use "
+                                     f"deprecated non-full hook: {_HOOK_DETAIL[use]}; use "
                                      f"`register_full_backward_hook`", path, line,
                             related=[(*where(), "the module is called here")])
             except Exception:
@@ -461,6 +462,62 @@ class Modules(Patching):
 
         handle.append(module.register_forward_hook(first_call))
         self._handles.append(handle[0])
+
+
+_HOOK_DETAIL = {
+    "grad_input": ("its grad_input holds the gradients of the inputs of the module's last autograd op, not of the "
+                   "module's inputs"),
+    "grad_output": ("this hook reads only grad_output, which is right, but torch warns (FutureWarning) for a "
+                    "forward of more than one op and will remove the non-full hook"),
+    "effects": ("this hook reads neither grad_input nor grad_output, but torch warns (FutureWarning) for a "
+                "forward of more than one op and will remove the non-full hook"),
+}
+
+
+def _hook_use(hook: Any) -> str:
+    """What a hook ``(module, grad_input, grad_output)`` does with its arguments, read from its
+    code (as the static rule reads its source): 'grad_input' when it reads grad_input, returns a
+    value (which replaces it) or cannot be read; 'grad_output' when it reads only grad_output;
+    'effects' when it reads neither; 'nothing' when it also does nothing but return None."""
+    import dis
+
+    fn = getattr(hook, "__func__", hook)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return "grad_input"  # a partial, a callable object: not read
+    names = list(code.co_varnames[:code.co_argcount])
+    if getattr(hook, "__self__", None) is not None:
+        names = names[1:]
+    star = bool(code.co_flags & 0x04)
+    star_name = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] if star else None
+    if len(names) < 3 and not star:
+        return "grad_input"
+    grad_in = names[1] if len(names) > 1 else None
+    grad_out = names[2] if len(names) > 2 else None
+    loaded: set = set()
+    lambda_ = code.co_name == "<lambda>"
+    returns = False
+    work = False
+    prev = None
+    for ins in dis.get_instructions(code):
+        op = ins.opname
+        if op.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE")):
+            loaded.update(ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
+        if op == "RETURN_VALUE" and not (prev is not None and prev.opname == "LOAD_CONST" and prev.argval is None) \
+                and not (lambda_ and prev is not None and prev.opname.startswith("CALL")):
+            returns = True  # (a lambda that calls `seen.append(...)` returns what the call gives: None)
+        elif op == "RETURN_CONST" and ins.argval is not None:
+            returns = True
+        if op not in ("RESUME", "NOP", "LOAD_CONST", "RETURN_VALUE", "RETURN_CONST", "CACHE", "COPY_FREE_VARS",
+                      "MAKE_CELL"):
+            work = True
+        prev = ins
+    loaded |= set(code.co_cellvars)  # read by a nested function
+    if (star_name is not None and star_name in loaded) or returns or (grad_in is not None and grad_in in loaded):
+        return "grad_input"
+    if grad_out is not None and grad_out in loaded:
+        return "grad_output"
+    return "effects" if work else "nothing"
 
 
 WATCHERS = [Modules]

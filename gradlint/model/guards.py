@@ -1,0 +1,123 @@
+"""Type guards: what a test proves about the names it checks, where it holds (the body of an
+``if``, the branch of a conditional expression, the code after ``assert`` or after an ``if``
+whose body returns or continues) and where it fails (the ``else``).
+
+Only one fact is kept: "this name holds no tensor here" (``isinstance(x, (list, tuple))``,
+``isinstance(x, np.ndarray)``, ``not torch.is_tensor(x)``, ``x is None``), so that a value
+the model took for a tensor is not one on that path. The name then holds what the model does
+not know; a guard that proves a tensor changes nothing (the model's value stays)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from gradlint.model.names import dotted
+from gradlint.model.values import TENSOR, UNKNOWN_VALUE, Value
+
+Guards = Tuple[List[str], List[str]]
+_NONE: Guards = ([], [])
+
+
+def type_guards(model: Any, test: Any) -> Guards:
+    """The names ``test`` proves hold no tensor: (where it is true, where it is false)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        when_true, when_false = type_guards(model, test.expression)
+        return when_false, when_true
+    if isinstance(test, cst.BooleanOperation):
+        left, right = type_guards(model, test.left), type_guards(model, test.right)
+        if isinstance(test.operator, cst.And):
+            # both hold in the body; the else only knows that one failed
+            return _union(left[0], right[0]), _common(left[1], right[1])
+        # `a or b`: the body only knows that one held; both failed in the else
+        return _common(left[0], right[0]), _union(left[1], right[1])
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _none_test(test)
+    if isinstance(test, cst.Call) and test.args:
+        return _call_test(model, test)
+    return _NONE
+
+
+def _none_test(test: cst.Comparison) -> Guards:
+    """``x is None`` (no tensor when true), ``x is not None`` (none when false)."""
+    comp = test.comparisons[0]
+    if not (isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None"):
+        return _NONE
+    key = dotted(test.left)
+    if key is None:
+        return _NONE
+    if isinstance(comp.operator, cst.Is):
+        return [key], []
+    if isinstance(comp.operator, cst.IsNot):
+        return [], [key]
+    return _NONE
+
+
+def _call_test(model: Any, call: cst.Call) -> Guards:
+    key = dotted(call.args[0].value)
+    if key is None:
+        return _NONE
+    q = model.qualname(call.func)
+    proves_tensor: Optional[bool] = None  # true: a tensor when the test holds; false: no tensor
+    if q == "torch.is_tensor" or (q is None and (dotted(call.func) or "").rsplit(".", 1)[-1] == "is_tensor"):
+        # (also a project's or a backend's own `is_tensor(x)` helper: `F.is_tensor(x)`)
+        proves_tensor = True
+    elif isinstance(call.func, cst.Name) and call.func.value == "isinstance" and len(call.args) == 2:
+        types = call.args[1].value
+        names = [el.value for el in types.elements] if isinstance(types, (cst.Tuple, cst.List)) else [types]
+        quals = [model.qualname(t) or dotted(t) or "" for t in names]
+        if all(x == "torch.Tensor" or x.endswith("Parameter") for x in quals):
+            proves_tensor = True
+        elif all(x and "Tensor" not in x and "Parameter" not in x and x.rsplit(".", 1)[-1] != "object"
+                 and not _tensor_class(model, x) for x in quals):
+            proves_tensor = False  # isinstance(x, (np.ndarray, list)), isinstance(x, Sequence)
+    if proves_tensor is None:
+        return _NONE
+    return ([], [key]) if proves_tensor else ([key], [])
+
+
+def _tensor_class(model: Any, name: str) -> bool:
+    """Is ``name`` a class of the file or the project that derives from a tensor class (or from
+    a class the model cannot read, which may)?"""
+    seen = set()
+    todo = [name.rsplit(".", 1)[-1]]
+    while todo:
+        c = todo.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        info = model.classes.get(c)
+        if info is None:
+            continue
+        for b in info.bases:
+            if "Tensor" in b or "Parameter" in b:
+                return True
+            todo.append(b)
+    return False
+
+
+def _union(a: List[str], b: List[str]) -> List[str]:
+    return a + [k for k in b if k not in a]
+
+
+def _common(a: List[str], b: List[str]) -> List[str]:
+    return [k for k in a if k in b]
+
+
+def narrow(model: Any, keys: List[str]) -> Dict[str, Value]:
+    """Within an expression (a branch of ``a if test else b``): the names of ``keys`` that the
+    model holds for tensors hold an unknown value; returns what to put back (``widen``)."""
+    saved: Dict[str, Value] = {}
+    env = model.env
+    for key in keys:
+        cur = env.get(key)
+        if cur is not None and cur.kind == TENSOR:
+            saved[key] = cur
+            env[key] = UNKNOWN_VALUE
+    return saved
+
+
+def widen(model: Any, saved: Dict[str, Value]) -> None:
+    for key, v in saved.items():
+        model.env[key] = v

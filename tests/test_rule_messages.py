@@ -1,0 +1,117 @@
+"""A finding's message says what holds for the code at hand (the fixtures check where findings
+are, not what they say)."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import List
+
+from click.testing import CliRunner
+
+from gradlint.cli import main
+
+
+def _lint(tmp_path: Path, src: str) -> List[dict]:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text(textwrap.dedent(src))
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        r = CliRunner().invoke(main, ["check", "--no-cache", "--format", "json", "m.py"], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return json.loads(r.stdout)
+
+
+HOOKS = """\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    seen = []
+
+
+    def reads_input(module, grad_input, grad_output):
+        seen.append(grad_input[0])
+
+
+    def reads_output(module, grad_input, grad_output):
+        seen.append(grad_output[0].norm())
+
+
+    def counts(module, grad_input, grad_output):
+        seen.append(1)
+
+
+    def nothing(module, grad_input, grad_output):
+        \"\"\"Only registered.\"\"\"
+
+
+    def replaces(module, grad_input, grad_output):
+        return tuple(g * 0 for g in grad_output)
+
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(5, 3)
+            self.out = nn.Linear(3, 5)
+
+        def forward(self, t):
+            return F.linear(self.embed(t), self.out.weight, self.out.bias)
+
+
+    def main():
+        layer = nn.Linear(3, 3)
+        layer.register_backward_hook(reads_input)
+        layer.register_backward_hook(reads_output)
+        layer.register_backward_hook(counts)
+        layer.register_backward_hook(nothing)
+        layer.register_backward_hook(replaces)
+        layer.register_backward_hook(lambda m, gi, go: None)
+        layer.register_backward_hook(lambda m, gi, go: seen.append(go[0]))
+        tied = Tied()
+        tied.out.register_backward_hook(reads_input)
+        tied.embed.register_backward_hook(reads_input)
+    """
+
+
+def test_gl705_says_what_the_hook_reads(tmp_path: Path):
+    items = {i["line"]: i["message"] for i in _lint(tmp_path, HOOKS) if i["code"] == "GL705"}
+    # reads_input, reads_output, counts, replaces, the grad_output lambda, the called submodule
+    assert sorted(items) == [40, 41, 42, 44, 46, 49]
+    assert "its grad_input holds the gradients of the inputs of the module's last autograd op" in items[40]
+    assert "reads only grad_output, which is right" in items[41]
+    assert "reads neither grad_input nor grad_output" in items[42]
+    assert "its grad_input holds" in items[44]  # its return value replaces grad_input
+    assert "reads only grad_output" in items[46]
+    assert "its grad_input holds" in items[49]  # `embed` is called by forward; `out` never is (line 48)
+
+
+def test_gl201_inference_method_without_callers_is_a_warning_that_says_why(tmp_path: Path):
+    src = """\
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+
+            def predict(self, x):
+                return (x @ self.fc.weight.t()).numpy()
+
+            def project(self, x):
+                return (x @ self.fc.weight.t()).numpy()
+        """
+    items = {i["line"]: i for i in _lint(tmp_path, src)}
+    assert sorted(items) == [14, 17]
+    assert items[14]["severity"] == "warning" and "if `predict` runs with grad on" in items[14]["message"]
+    assert items[17]["severity"] == "error" and "torch raises RuntimeError here;" in items[17]["message"]
