@@ -36,11 +36,6 @@ RUNTIME_CODES = CORE_CODES | set(watcher_codes())
 
 # Codes out of reach of a TorchFunctionMode and the hooks torch offers (the README lists them too).
 CODES_OUT_OF_REACH = {
-    "GL605_clip_grad_misplaced::bad_amp_clip_before_unscale":
-        "the runtime's GL605 checks where the clip runs between backward() and step(); whether a GradScaler "
-        "has unscaled the gradients before it is not followed at run time yet (static mode reports it)",
-    "GL605_clip_grad_misplaced::bad_amp_trainer_clips_scaled_gradients":
-        "the same: a clip of GradScaler-scaled gradients is not followed at run time yet",
     "GL000": "a file that does not parse never runs",
     "GL001": "gradlint's own failure on a file (static mode)",
     "GL202": "the value travels as a Python float (.item(), float(t), .tolist()); telling a round trip "
