@@ -266,7 +266,11 @@ def test_bad_example_is_reported(item, deep, device):
     assert f.column == len(text) - len(text.lstrip()) + 1 and f.end_column == len(text.rstrip()) + 1
     assert re.search(r"\[[\d, ]*\] on (cpu|cuda|meta)", f.message), f.message  # shape and device
     if device != "cpu":
-        assert f"on {device}" in f.message, f.message
+        # the device of the tensor in question: the run's device, unless the example itself moves
+        # the tensor to another one (``.to("meta")`` names the device it ends on)
+        source = "\n".join(path.read_text(encoding="utf-8").splitlines()[ex.first - 1:ex.last])
+        named = [d for d in ("meta", "cpu") if f'"{d}"' in source or f"'{d}'" in source]
+        assert any(f"on {d}" in f.message for d in [device, *named]), f.message
 
 
 def _marked_lines(path, ex, code):
@@ -671,16 +675,21 @@ def test_cuda_deep_data_write_and_numpy():
 def test_cuda_conversion_of_a_leaf_is_gl301_at_the_conversion():
     """``requires_grad=True`` before ``.cuda()`` / ``.to("cuda")``: the name holds a non-leaf copy,
     which the optimizer refuses; reported at the conversion, not at the optimizer."""
-    for convert in (lambda t: t.cuda(), lambda t: t.to("cuda")):
+    # the conversion written on the line itself (in a lambda, the lambda's line is the one to change)
+    for how in ("cuda", "to"):
         raised = None
         with monitor() as m:
-            w = convert(torch.randn(3, requires_grad=True)); line = sys._getframe().f_lineno  # noqa: E702
+            if how == "cuda":
+                w = torch.randn(3, requires_grad=True).cuda(); line = sys._getframe().f_lineno  # noqa: E702
+            else:
+                w = torch.randn(3, requires_grad=True).to("cuda"); line = sys._getframe().f_lineno  # noqa: E702
             try:
                 torch.optim.SGD([w], lr=0.1)
             except ValueError as exc:
                 raised = exc
         assert raised is not None and "non-leaf" in str(raised)
         assert [(f.code, f.line) for f in m.findings] == [("GL301", line)], m.findings
+        assert "on cuda:0" in m.findings[0].message, m.findings[0].message
 
 
 @cuda
