@@ -45,6 +45,24 @@ class RuleError(Exception):
         self.exc = exc
 
 
+_HANDLERS: Dict[type, Tuple[Tuple[str, str, str], ...]] = {}
+
+
+def _handler_names(cls: type) -> Tuple[Tuple[str, str, str], ...]:
+    """A rule class's handlers as (prefix, name, attribute), read once per class (``dir()`` of
+    every rule for every file was ~2% of a project's lint)."""
+    out = _HANDLERS.get(cls)
+    if out is None:
+        found = []
+        for attr in dir(cls):
+            for prefix in ("visit_", "leave_", "on_"):
+                if attr.startswith(prefix):
+                    found.append((prefix, attr[len(prefix):], attr))
+                    break
+        out = _HANDLERS[cls] = tuple(found)
+    return out
+
+
 class Walker(CallWalker):
     def __init__(self, rules: List[Any], project: Any = None) -> None:
         self.model = Model(self._emit)
@@ -53,19 +71,15 @@ class Walker(CallWalker):
         self.visit: Dict[str, List[Callable[[Any], None]]] = {}
         self.leave: Dict[str, List[Callable[[Any], None]]] = {}
         self.events: Dict[str, List[Callable[..., None]]] = {}
+        tables = {"visit_": self.visit, "leave_": self.leave, "on_": self.events}
         for r in rules:
             r.model = self.model
-            for attr in dir(type(r)):
-                if attr.startswith("visit_"):
-                    self.visit.setdefault(attr[6:], []).append(getattr(r, attr))
-                elif attr.startswith("leave_"):
-                    self.leave.setdefault(attr[6:], []).append(getattr(r, attr))
-                elif attr.startswith("on_"):
-                    self.events.setdefault(attr[3:], []).append(getattr(r, attr))
+            for prefix, name, attr in _handler_names(type(r)):
+                tables[prefix].setdefault(name, []).append(getattr(r, attr))
         self.errors: List[RuleError] = []
-        self._eventful_cache: Optional[set] = None
-        self._clearing_cache: set = set()
-        self._eventful_size = (0, 0)
+        self._call_graph: Optional[Dict[str, list]] = None  # functions by name (walk_calls)
+        self._answers: Dict[Any, bool] = {}
+        self._eventful_size = (0, 0, 0)
         self._called_memo: Dict[Any, Any] = {}
         self._summarising: set = set()  # functions of other modules being summarised (walk_calls)
         self._tainted: set = set()

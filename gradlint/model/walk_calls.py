@@ -65,7 +65,7 @@ class CallWalker:
         model = self.model
         if (fn in model.inline_stack or fn in model.function_stack or len(model.inline_stack) >= INLINE_DEPTH
                 or model.inline_budget <= 0 or self._is_generator(fn)):
-            if not self._is_generator(fn) and fn.name.value in self._clearing_names() \
+            if not self._is_generator(fn) and self._clearing(fn.name.value) \
                     and not (receiver is not None and fn.name.value == "zero_grad"):
                 # not walked here (too deep), but what it runs clears gradients: the loop that
                 # calls it clears them (`self.mp_trainer.zero_grad()` of a helper over the
@@ -74,7 +74,7 @@ class CallWalker:
             return None
         if id(fn) in model.fn_scope and receiver is None and not self.muted and receiver_key is None \
                 and all(a.kind in (UNKNOWN, CONST, "scalar") for a in args) \
-                and fn.name.value not in self._eventful_names() and not self._reads_module_values(fn):
+                and not self._eventful(fn.name.value) and not self._reads_module_values(fn):
             return self._summarised(fn, call, args)
         if not self._worth_walking(fn, args, receiver):
             return None
@@ -262,7 +262,7 @@ class CallWalker:
         if receiver is not None and receiver.kind in (MODULE, INSTANCE) \
                 and binds_own_attributes(fn, self._binds_cache):
             return True  # `self.build()`: its effects on the object
-        return fn.name.value in self._eventful_names()
+        return self._eventful(fn.name.value)
 
     def _memo_for(self, fn: Any) -> Dict[Any, Any]:
         scope = self.model.fn_scope.get(id(fn))
@@ -275,46 +275,78 @@ class CallWalker:
             hit = memo[("generator", id(fn))] = _is_generator(fn)
         return hit
 
-    def _eventful_names(self) -> set:
-        """Names of the file's functions and methods that hold training events, directly or
-        through a function of the file they call (computed once, over the definitions)."""
+    def _graph(self) -> Dict[str, list]:
+        """The file's functions and methods (and those of the modules its walk has met) by name;
+        the answers below are kept until it grows."""
         model = self.model
         # (the classes and functions of other modules join as the walk meets their imports)
-        size = (len(model.classes), len(model.foreign_functions))
-        if self._eventful_cache is not None and self._eventful_size == size:
-            return self._eventful_cache
+        size = (len(model.functions), len(model.classes), len(model.foreign_functions))
+        if self._call_graph is not None and self._eventful_size == size:
+            return self._call_graph
         self._eventful_size = size
-        fns = list(model.functions.values()) + model.foreign_functions \
-            + [m for c in model.classes.values() for m in c.methods.values()]
-        calls: Dict[str, set] = {}
-        clearing: set = set()
-        for fn in fns:
-            # each function's called names: once per file for its own, once per process for
-            # another module's (kept with its tree)
-            memo = self._memo_for(fn)
-            facts = memo.get(("calls", id(fn)))
-            if facts is None:
-                facts = memo[("calls", id(fn))] = call_facts(fn.body)
-            names, clears = facts
-            calls.setdefault(fn.name.value, set()).update(names)
-            if clears:  # `for p in params: p.grad.zero_()`: clears gradients as zero_grad() does
-                clearing.add(fn.name.value)
-        eventful = {name for name, called in calls.items() if called & _EVENT_CALLS} | clearing
-        _close(eventful, calls)
-        # what clears gradients when called: `.zero_grad()`, `p.grad.zero_()`, `p.grad = None`
-        # in it or in a function of the file (or project) it calls
-        clearing |= {name for name, called in calls.items() if "zero_grad" in called}
-        _close(clearing, calls)
-        self._clearing_cache = clearing
-        self._eventful_cache = eventful
-        return eventful
+        by_name: Dict[str, list] = {}
+        for fn in list(model.functions.values()) + model.foreign_functions \
+                + [m for c in model.classes.values() for m in c.methods.values()]:
+            by_name.setdefault(fn.name.value, []).append(fn)
+        self._call_graph = by_name
+        self._answers = {}
+        return by_name
 
-    def _clearing_names(self) -> set:
-        """Names of the functions and methods that clear gradients when called, directly or
-        through a function they call (``zero_grad(self.model_params)`` of a helper that runs
-        ``param.grad.zero_()``): computed with ``_eventful_names``."""
-        self._eventful_names()
-        return self._clearing_cache
+    def _facts(self, fn: Any) -> Any:
+        """(called names, clears gradients) of ``fn``'s body: once per file for its own
+        functions, once per process for another module's (kept with its tree); read only for
+        the functions a question reaches."""
+        memo = self._memo_for(fn)
+        facts = memo.get(("calls", id(fn)))
+        if facts is None:
+            facts = memo[("calls", id(fn))] = call_facts(fn.body)
+        return facts
+
+    def _reaches(self, name: str, kind: str) -> bool:
+        """Does calling a function named ``name`` run (itself or through the functions it calls,
+        by name) a training event or a gradient clearing (kind 'eventful'), or a gradient
+        clearing / ``zero_grad()`` (kind 'clearing')? A search over the call graph from
+        ``name``, reading only the functions it reaches."""
+        by_name = self._graph()
+        answers = self._answers
+        hit = answers.get((kind, name))
+        if hit is not None:
+            return hit
+        seen = {name}
+        stack = [name]
+        found = False
+        while stack and not found:
+            n = stack.pop()
+            known = answers.get((kind, n))
+            if known is not None:
+                if known:
+                    found = True
+                continue  # (False: nothing it reaches holds one)
+            for fn in by_name.get(n, ()):
+                names, clears = self._facts(fn)
+                if clears or (kind == "clearing" and "zero_grad" in names) \
+                        or (kind == "eventful" and not names.isdisjoint(_EVENT_CALLS)):
+                    found = True
+                    break
+                for c in names:
+                    if c not in seen and c in by_name:
+                        seen.add(c)
+                        stack.append(c)
+        answers[(kind, name)] = found
+        if not found:  # nothing reachable from any name searched holds one
+            for n in seen:
+                answers[(kind, n)] = False
+        return found
+
+    def _eventful(self, name: str) -> bool:
+        """Does a function of this name hold training events (a loop calling it is a training
+        loop), directly or through a function of the file (or project) it calls?"""
+        return self._reaches(name, "eventful")
+
+    def _clearing(self, name: str) -> bool:
+        """Does a function of this name clear gradients when called (``zero_grad(self.model_params)``
+        of a helper that runs ``param.grad.zero_()``), directly or through a function it calls?"""
+        return self._reaches(name, "clearing")
 
 
 def _frozen_for_call(model: Any, keys: Dict[str, Optional[str]]) -> List[str]:
@@ -340,17 +372,6 @@ def _frozen_by_call(model: Any, new: List[str], keys: Dict[str, Optional[str]]) 
         caller = keys.get(f[:cut])
         if caller is not None:
             model.freeze(caller + f[cut:])
-
-
-def _close(names: set, calls: Dict[str, set]) -> None:
-    """Add to ``names`` every function name whose body calls one of them, until none is added."""
-    changed = True
-    while changed:
-        changed = False
-        for name, called in calls.items():
-            if name not in names and called & names:
-                names.add(name)
-                changed = True
 
 
 def _is_generator(fn: cst.FunctionDef) -> bool:
