@@ -115,3 +115,45 @@ def test_gl201_inference_method_without_callers_is_a_warning_that_says_why(tmp_p
     assert sorted(items) == [14, 17]
     assert items[14]["severity"] == "warning" and "if `predict` runs with grad on" in items[14]["message"]
     assert items[17]["severity"] == "error" and "torch raises RuntimeError here;" in items[17]["message"]
+
+
+def test_gl707_says_what_repeats_the_registration_and_how_the_handle_is_lost(tmp_path: Path):
+    src = """\
+        import torch
+        import torch.nn as nn
+
+        net = nn.Linear(2, 2)
+
+
+        def train(model, batches):
+            for x in batches:
+                model.register_forward_hook(lambda m, i, o: None)
+                model(x)
+
+
+        class Probe(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+
+            def forward(self, x):
+                self.handle = self.fc.register_forward_hook(lambda m, i, o: None)
+                return self.fc(x)
+
+
+        class Extractor:
+            def __init__(self, model):
+                h = model.register_forward_hook(lambda m, i, o: None)
+
+
+        extractors = [Extractor(net) for _ in range(3)]
+        """
+    items = {i["line"]: i for i in _lint(tmp_path, src) if i["code"] == "GL707"}
+    assert sorted(items) == [9, 19, 25]
+    assert "runs on every iteration of this loop, and its handle is dropped" in items[9]["message"]
+    assert "runs on every call of `forward()`, and the handle is stored where the next registration overwrites it" \
+        in items[19]["message"]
+    assert items[19]["column"] == 9  # at the assignment that loses the previous handle
+    assert "once per `Extractor(...)` call in a loop that passes the same module each time, and its handle is " \
+           "never removed" in items[25]["message"]
+    assert [r["line"] for r in items[9]["related"]] == [8]

@@ -42,8 +42,16 @@ CODES_OUT_OF_REACH = {
              "from logging needs the data flow through Python numbers",
     "GL706": "torch itself raises at the call of a Function instance, with its own message, before any "
              "hook runs; static mode names the class and the forward to rewrite",
+    "GL707": "registering a module hook is no torch function call, and a pile-up of hooks tells nothing by "
+             "itself (hooks meant to stay look the same); static mode reads the code that repeats the "
+             "registration and what becomes of the handle",
+    "GL307": "torch itself raises at backward() with its own message (grad can be implicitly created only "
+             "for scalar outputs), at the line a user sees first; static mode names where the loss was made",
     "GL304": "rebinding a Python name is not a torch call; the runtime reports the consequences "
              "(GL303 at the .grad read, GL305 at backward())",
+    "GL606": "a zero_grad() that wipes gradients no step used is also the correct code of a loop that "
+             "reads per-micro-batch gradients or skips a step on purpose; telling them apart needs the "
+             "accumulation condition, read from the source",
 }
 
 # Bad examples of covered codes that only the deep level (saved-tensor hooks) sees.

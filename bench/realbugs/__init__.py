@@ -50,15 +50,16 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "grad-mode-leak": "GL306",
     "function-backward-arity": "GL704",
     "non-full-backward-hook": "GL705",
+    "nonscalar-backward": "GL307",
     # no rule yet (bench/realbugs/README.md says why)
     "clip-scaled-grads": "GL605",
     "scaler-step-bypassed": None,
-    "zero-grad-in-accumulation": None,
+    "zero-grad-in-accumulation": "GL606",
     "checkpoint-no-grad-input": None,
     "cross-loss-grad-leak": None,
     "legacy-autograd-function": "GL706",
     "ddp-unused-parameters": None,
-    "hook-not-removed": None,
+    "hook-not-removed": "GL707",
     "frozen-by-zeroed-grad": None,
 }
 

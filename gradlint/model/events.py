@@ -20,7 +20,7 @@ class Event:
     'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
 
     __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function", "exits", "value", "starts",
-                 "root", "once")
+                 "root", "once", "conds")
 
     def __init__(self, seq: int, kind: str, key: Optional[str], node: Any, loops: Tuple[Any, ...],
                  statement: Any, function: Any) -> None:
@@ -36,6 +36,22 @@ class Event:
         # in the body of a loop over a generator made before an enclosing loop (``for p in
         # params`` with ``params = model.parameters()``): it runs on that loop's first pass only
         self.once = False
+        # the branches it runs in: the tests of the enclosing ``if`` bodies (``model.conditions``)
+        # and ``Branch`` markers (``model.branches``: else, except, case, the code after an
+        # early exit)
+        self.conds: Tuple[Any, ...] = ()
+
+
+class Branch:
+    """A branch of code that runs only on some paths, other than an ``if`` body (whose marker is
+    its test): an ``else`` (``test`` false), an ``except`` handler or a ``case`` (``test`` None),
+    or the statements after an ``if`` whose body ends in continue/return/break/raise (they run
+    only when its ``test`` is false)."""
+
+    __slots__ = ("node", "test", "negated")
+
+    def __init__(self, node: Any, test: Any = None, negated: bool = False) -> None:
+        self.node, self.test, self.negated = node, test, negated
 
 
 class EventMixin:
@@ -53,6 +69,7 @@ class EventMixin:
         e.starts = tuple(loop.start_id for loop in self.loops)
         e.root = self.walk_root()
         e.once = self.once_depth > 0
+        e.conds = tuple(self.conditions) + tuple(self.branches)
         self.events.append(e)
 
     def walk_root(self) -> Any:

@@ -51,15 +51,15 @@ class ExpressionMixin:
         if t is cst.Attribute:
             return self._eval_attribute(node)
         if t is cst.Call:
-            return self._eval_call(node)
+            return self.shaped_call(node)
         if t is cst.BinaryOperation:
-            return self._combine([self.value_of(node.left), self.value_of(node.right)], node,
-                                 BINOP_NAMES.get(type(node.operator)))
+            operands = [self.value_of(node.left), self.value_of(node.right)]
+            return self.shaped_binop(node, operands, self._combine(operands, node, BINOP_NAMES.get(type(node.operator))))
         if t is cst.UnaryOperation:
             v = self.value_of(node.expression)
             if type(node.operator) is cst.Not:
                 return UNKNOWN_VALUE
-            return self._combine([v], node)
+            return self.shaped_binop(node, [v], self._combine([v], node))
         if t is cst.Subscript:
             return self._eval_subscript(node)
         if t in (cst.Tuple, cst.List):

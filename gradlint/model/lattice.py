@@ -135,6 +135,7 @@ def join_tensors(values: List[Value]) -> Value:
         certain=all(v.certain for v in values),
         dtype=_agree(values, "dtype"),
         inference=all(v.inference for v in values),
+        numel=_agree(values, "numel"),
     )
     out.alts = _flat(values)
     return out
@@ -152,7 +153,7 @@ def join_values(values: List[Value]) -> Value:
     if all(v.kind == TUPLE and len(v.items) == len(first.items) for v in values):
         return Value(TUPLE, items=tuple(join_values([v.items[i] for v in values]) for i in range(len(first.items))))
     if all(v.kind == first.kind for v in values) and first.kind in _OBJECTS:
-        same = all(v.node == first.node and v.params == first.params for v in values)
+        same = all(v.node == first.node and v.params == first.params and v.numel == first.numel for v in values)
         return first if same else Value(first.kind)
     return UNKNOWN_VALUE
 

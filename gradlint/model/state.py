@@ -8,7 +8,8 @@ part, each in a file named for it:
 - ``values``: the abstract values, ``lattice``: their joins, ``env``: scopes and the environment,
 - ``statements``: assignments and in-place writes, ``expressions``: expressions and the torch API,
 - ``calls``: calls and summaries (functions, lambdas and methods of the file),
-- ``objects``: modules and instances, ``loops``: loops, ``events``: training events.
+- ``objects``: modules and instances, ``loops``: loops, ``events``: training events,
+- ``shapes``: element counts (one, several, one per sample) as far as ``backward()`` needs them.
 
 Rules query it through ``value_of(expr)``, ``grad_enabled``, ``qualname(expr)`` and the events
 it emits (``on_backward``). Only ``gradlint.model.walk`` drives it.
@@ -29,12 +30,13 @@ from gradlint.model.imports import ImportMixin, ModuleScope
 from gradlint.model.loops import Loop, LoopMixin  # noqa: F401
 from gradlint.model.names import ImportMap, canonical
 from gradlint.model.objects import ObjectMixin
+from gradlint.model.shapes import ShapeMixin
 from gradlint.model.statements import StatementMixin
 from gradlint.model.values import UNKNOWN_VALUE, Value, element_of  # noqa: F401
 
 
 class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, ObjectMixin, LoopMixin,
-            EventMixin, ImportMixin):
+            EventMixin, ImportMixin, ShapeMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
         self.env: Env = {}
@@ -71,6 +73,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.last_read: Dict[str, int] = {}
         # ids of tensors on which retain_grad() was called
         self.retained: set = set()
+        # id of a tensor whose element count is known (shapes.py) -> (the `return` statement that
+        # returned it first, the function it returned from, the model's ``here()`` there)
+        self.numel_returns: Dict[int, Tuple[Any, Any]] = {}
         self._inlining = False
         self.loops: List[Loop] = []
         # backward/step/zero_grad calls in walk order (see Event)
@@ -125,6 +130,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.layer_params: Dict[int, Tuple[Value, Dict[str, Value]]] = {}
         # the tests of the enclosing `if` statements whose body is being walked
         self.conditions: List[Any] = []
+        # markers (events.Branch) of the other branches being walked: else, except, case, and
+        # the statements after an `if` whose body ends the block (``if x: continue``)
+        self.branches: List[Any] = []
         # id of a loop node -> the statement count (tick) when its walk ended
         self.loop_exit_seq: Dict[int, int] = {}
         # a count of the statements walked, and per name the count at its last read

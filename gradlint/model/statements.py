@@ -100,7 +100,7 @@ class StatementMixin:
             self.inplace(node, cur, op)
         if cur.kind == TENSOR:
             if self._inplace_effect(target, [operand]) is None:
-                out = self._combine([cur, operand], node)
+                out = self.shaped_binop(node, [cur, operand], self._combine([cur, operand], node))
                 out.inference = cur.inference  # in place: an inference tensor only if it was one
                 self.bind_target(target, out)
         else:

@@ -60,7 +60,7 @@ class Value:
     __slots__ = (
         "kind", "rg", "leaf", "probable", "view_of_leaf", "id", "deps", "cuts", "src", "items",
         "params", "node", "is_param", "alias_of", "alias_kind", "act", "inplace", "fresh", "made",
-        "made_node", "certain", "dtype", "inference", "alts", "mdeps",
+        "made_node", "certain", "dtype", "inference", "alts", "mdeps", "numel",
     )
 
     def __init__(
@@ -89,6 +89,7 @@ class Value:
         dtype: Optional[str] = None,
         inference: bool = False,
         mdeps: Optional[FrozenSet[int]] = None,
+        numel: Any = None,
     ) -> None:
         self.kind = kind
         self.rg = rg  # tensor: requires grad (True/False/None)
@@ -125,6 +126,9 @@ class Value:
         # tensor: certainly an inference tensor (made under torch.inference_mode(), or a view
         # of one): autograd cannot save it for backward
         self.inference = inference
+        # tensor: what is certain or likely about its number of elements (shapes.Numel: several,
+        # one per sample), None when unknown; a criterion module: that of its output
+        self.numel = numel
         # a join of several paths' values (see lattice.py): what it may be; the fields above
         # hold what it must be
         self.alts: "Tuple[Value, ...]" = ()

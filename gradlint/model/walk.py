@@ -15,6 +15,7 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.names import child_fields as _fields, dotted, is_node as _is_node, subtree
 from gradlint.model.env import FREED
+from gradlint.model.events import Branch
 from gradlint.model.guards import narrow, type_guards, widen
 from gradlint.model.objects import harvest as _harvest
 from gradlint.model.state import Model, element_of
@@ -184,12 +185,16 @@ class Walker(CallWalker):
         """Walk a sequence of statements; True when it ends in return/raise/break/continue."""
         stmts = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else body
         model = self.model
-        for s in stmts:
-            prev = model.current_statement
-            model.current_statement = s
-            model.tick += 1
-            self.walk(s)
-            model.current_statement = prev
+        depth = len(model.branches)  # (an early exit's marker holds to the end of the block)
+        try:
+            for s in stmts:
+                prev = model.current_statement
+                model.current_statement = s
+                model.tick += 1
+                self.walk(s)
+                model.current_statement = prev
+        finally:
+            del model.branches[depth:]
         return _terminates(stmts)
 
     def _simple_line(self, node: Any) -> None:
@@ -214,6 +219,7 @@ class Walker(CallWalker):
                     model.exec_del(small)
                 elif t is cst.Return and small.value is not None:
                     v = model.value_of(small.value)
+                    model.note_return(node, v)
                     if model.returns:
                         model.returns[-1].append(v)
                 elif t is cst.Assert:
@@ -440,14 +446,28 @@ class Walker(CallWalker):
             ends.append(model.env)
         else:
             prev = model.current_statement
-            if type(orelse) is cst.If:
-                model.current_statement = orelse
-                self.walk(orelse)
-                ends.append(model.env)
-            else:
-                if not self._block(orelse.body):
+            depth = len(model.branches)
+            model.branches.append(Branch(node, node.test, negated=True))
+            else_ends = False
+            try:
+                if type(orelse) is cst.If:
+                    model.current_statement = orelse
+                    self.walk(orelse)
                     ends.append(model.env)
+                else:
+                    else_ends = self._block(orelse.body)
+                    if not else_ends:
+                        ends.append(model.env)
+            finally:
+                del model.branches[depth:]
             model.current_statement = prev
+            if else_ends and not terminated:
+                # `if ready: ... else: continue`: what follows runs only when the test is true
+                model.branches.append(Branch(node, node.test))
+        if terminated:
+            # the statements after the `if` (to the end of the enclosing block) run only when
+            # its test is false
+            model.branches.append(Branch(node, node.test, negated=True))
         if grad_after_body is not None and grad_after_body[0] != model.grad_enabled:
             # set_grad_enabled() on one path only: the mode after the `if` is not known
             model.grad_enabled, model.grad_assumed = None, False
@@ -553,7 +573,11 @@ class Walker(CallWalker):
             self.field(h.type)
             if h.name is not None:
                 model.bind_target(h.name.name, UNKNOWN_VALUE)
-            terminated = self._block(h.body)
+            model.branches.append(Branch(h))
+            try:
+                terminated = self._block(h.body)
+            finally:
+                model.branches.pop()
             model.current_statement = prev
             if not terminated:
                 ends.append(model.env)
@@ -595,8 +619,12 @@ class Walker(CallWalker):
             prev = model.current_statement
             model.current_statement = case
             self.children(case, skip=("body",))
-            if not self._block(case.body):
-                ends.append(model.env)
+            model.branches.append(Branch(case))
+            try:
+                if not self._block(case.body):
+                    ends.append(model.env)
+            finally:
+                model.branches.pop()
             model.current_statement = prev
         ends.append(before)
         model.restore(Model.join(ends))
@@ -738,7 +766,8 @@ def _terminates(stmts: Any) -> bool:
 
 
 def _shape(v: Any) -> Any:
-    return (v.kind, v.rg, v.leaf, v.alias_kind, v.made, v.src is None, v.view_of_leaf, v.inference)
+    return (v.kind, v.rg, v.leaf, v.alias_kind, v.made, v.src is None, v.view_of_leaf, v.inference,
+            v.numel.kind if v.numel is not None else None)
 
 
 def _carried_change(before: Dict[str, Value], after: Dict[str, Value], outer: Any) -> bool:
