@@ -92,11 +92,20 @@ class BackwardThroughFreedGraph(Rule):
                 start = d
                 break
         made = model.saver_stmt.get(start) if start is not None else None
+        chain = model.saver_chain.get(start, ()) if start is not None else ()
+        level = len(model.inline_stack)  # the loop's frame (the loop ends in it)
+        inner = made
+        if len(chain) > level + 1 and list(chain[:level]) == model.call_statements[:level]:
+            # made in a function called before the loop: the line to change is that call, in
+            # the loop's own function (`feats, _ = encoder(x)`), not a line of the function
+            made = chain[level]
         what = ("computed before the loop with a graph that the backward() in the loop frees on the first "
                 "iteration; the second iteration goes through it again")
         if made is not None:
-            self.report(made, context=(made, ()), what=what,
-                        related=[(node, "the backward() in the loop: torch raises here on the second iteration")])
+            related = [(node, "the backward() in the loop: torch raises here on the second iteration")]
+            if inner is not made:
+                related.append((inner, "the graph is built here, in the function that call runs"))
+            self.report(made, context=(made, ()), what=what, related=related)
         else:
             self.report(node, what="backward() in a loop through a graph built before the loop: the second "
                         "iteration finds it freed")

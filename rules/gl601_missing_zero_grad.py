@@ -96,6 +96,19 @@ class MissingZeroGrad(Rule):
                 backward = next(e for e in evs if e.kind == "backward")
                 if id(backward.node) not in reported:
                     reported.add(id(backward.node))
+                    if all(e.kind == "manual_step" for e in steps):
+                        # a hand-written update: the gradients are cleared right after it (the
+                        # last update of the loop is the line to change; backward() the symptom)
+                        last = max(steps, key=lambda e: e.seq)
+                        keys = list(dict.fromkeys(e.key for e in steps))
+                        names = ", ".join(f"`{k}`" for k in keys)
+                        what = (f"the loop updates {names} from {'its' if len(keys) == 1 else 'their'} `.grad` "
+                                f"but never clears {'it' if len(keys) == 1 else 'them'}: each `backward()` adds to "
+                                "the last iteration's gradients, and every update uses their running sum "
+                                "(zero them after the update)")
+                        self.report(last.node, context=(last.statement, ()), what=what,
+                                    related=[(backward.node, "the backward() that adds to the gradients")])
+                        continue
                     if step.kind == "manual_step":
                         related = [(step.node, "the update that uses the accumulated gradients")]
                         what = (f"`backward()` in a loop that updates `{step.key}` from `{step.key}.grad` but never "

@@ -168,6 +168,7 @@ class EventMixin:
         """``value`` is the output of an op whose backward reads saved tensors (made here)."""
         self.savers.add(value.id)
         self.saver_stmt[value.id] = self.current_statement
+        self.saver_chain[value.id] = (*self.call_statements, self.current_statement)
 
     def backward_on(self, node: Any, value: Value, key: Optional[str] = None, retain: bool = False,
                     inputs: Optional[Value] = None) -> None:

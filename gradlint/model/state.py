@@ -86,6 +86,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # saver id -> the statement that made it; freed saver id -> (the backward() call that
         # freed it, its statement)
         self.saver_stmt: Dict[int, Any] = {}
+        # the statements of the frames a saver was made under, outermost first (the call sites of
+        # the walked functions, then the statement itself): a rule reports in the frame it needs
+        self.saver_chain: Dict[int, Tuple[Any, ...]] = {}
         self.freed_by: Dict[int, Tuple[Any, Any]] = {}
         # keys (names) on which backward() was called
         self.backwarded_keys: set = set()
@@ -110,6 +113,7 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # calls of this file's functions being walked with their arguments (see calls.py), the
         # walker's entry for doing so, and how many such walks this file may still make
         self.inline_stack: List[Any] = []
+        self.call_statements: List[Any] = []  # the call site of each walked function, outermost first
         self._rebound: Dict[int, set] = {}  # id of a function walked at a call -> the names it rebinds
         self.once_depth = 0  # inside loops whose body runs on an enclosing loop's first pass only
         self.walk_callee: Optional[Callable[..., Optional[Value]]] = None

@@ -162,6 +162,7 @@ class CallWalker:
         model._memo = {}
         model.scope_kind = "function"
         model.grad_enabled, model.grad_assumed = mode, assumed
+        model.call_statements.append(model.current_statement)
         model.inline_stack.append(fn)
         model.function_stack.append(fn)
         model.returns.append([])
@@ -180,6 +181,7 @@ class CallWalker:
             returned = model.returns.pop()
             model.function_stack.pop()
             model.inline_stack.pop()
+            model.call_statements.pop()
             (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
              model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site) = saved
         cls = model.method_class.get(id(fn))
