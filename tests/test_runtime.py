@@ -60,6 +60,12 @@ DEEP_ONLY = {
         "mul saves its inputs; without saved-tensor hooks the monitor only knows ops that save their output",
     "GL102_inplace_on_saved_output::bad_under_no_grad_still_raises": "the same: x is saved as an input of x * x",
     "GL102_inplace_on_saved_output::bad_constant_operand_of_mul": "the same: c is saved as an operand of h * c",
+    "GL102_inplace_on_saved_output::bad_input_of_a_conv_updated_in_place":
+        "the same: a Conv layer saves its input for its weight's gradient",
+    "GL102_inplace_on_saved_output::bad_data_input_of_a_linear_normalised_in_place":
+        "the same: a Linear layer saves its input for its weight's gradient",
+    "GL102_inplace_on_saved_output::bad_slice_rescaled_by_a_graph_value_in_place":
+        "the same: mul saved a view of x as its input",
     "GL103_inplace_through_data::bad_data_add_after_save": "x is saved as an input of x * x (needs the hooks)",
     "GL103_inplace_through_data::bad_helper_clips_before_backward":
         "w is saved as an input of w * w * x (needs the hooks)",

@@ -259,6 +259,8 @@ class ExpressionMixin:
         the operation when it matters for what autograd saves. ``taint``: an operand the model
         does not know may be a tensor that requires grad (unknown never turns into "no graph")."""
         out = self._derived_value(base, others, node, view, taint)
+        if view and base.kind == TENSOR:
+            self.view_base[out.id] = self.view_base.get(base.id, base)
         # made under inference_mode, or a view of an inference tensor: an inference tensor
         out.inference = base.inference if view else self.inference
         if op is not None and out.rg is True:
@@ -285,6 +287,16 @@ class ExpressionMixin:
                 self._emit("inference_saved", (node, v))
 
     def _record_saves_of(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
+        before = {k: len(v) for k, v in self.saved.items()}
+        self._record_saves_by_op(op, out, base, others)
+        for v in [base] + others:
+            root = self.view_base.get(v.id) if v.kind == TENSOR else None
+            if root is not None and len(self.saved.get(v.id, ())) > before.get(v.id, 0):
+                # a view saved: an in-place write to its base changes it too
+                self.saved.setdefault(root.id, []).extend(
+                    (o, f"{what} (a view of this tensor)") for o, what in self.saved[v.id][before.get(v.id, 0):])
+
+    def _record_saves_by_op(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
         saved = self.saved
         self.add_saver(out)
         if op in api.SAVES_OUTPUT:

@@ -222,6 +222,12 @@ class ObjectMixin:
                 name = module.node.rsplit(".", 1)[-1]
                 self.saved.setdefault(self.layer_param(module, "weight").id, []).append(
                     (out.id, f"the weight of `{name}`, saved for its input's gradient"))
+            if module.node in _SAVES_WEIGHT and module.params is True and args and args[0].kind == TENSOR:
+                # and its input, to compute the weight's gradient (whether the input requires
+                # grad or not): an in-place write to it before backward() raises
+                name = module.node.rsplit(".", 1)[-1]
+                self.saved.setdefault(args[0].id, []).append(
+                    (out.id, f"the input of `{name}`, saved for its weight's gradient"))
             if module.act in api.SAVES_OUTPUT:  # a container ending in Sigmoid/Tanh/Softmax
                 self.saved.setdefault(out.id, []).append((out.id, f"the output of `{module.act}`"))
             return out

@@ -61,6 +61,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.used_as_leaf: set = set()
         # value id -> [(id of the value whose backward needs it, what saved it)]
         self.saved: Dict[int, List[Tuple[int, str]]] = {}
+        # a view's base (basic indexing, .view(), ...), by the view's id: views share their base's
+        # storage and version counter, so saving a view saves what an in-place write to the base changes
+        self.view_base: Dict[int, Any] = {}
         # per enclosing class: "self.<attr>" -> the module/method value assigned in the class
         self.class_attrs: List[Dict[str, Value]] = []
         # per enclosing function: the values it returns
