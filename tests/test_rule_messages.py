@@ -157,3 +157,23 @@ def test_gl707_says_what_repeats_the_registration_and_how_the_handle_is_lost(tmp
     assert "once per `Extractor(...)` call in a loop that passes the same module each time, and its handle is " \
            "never removed" in items[25]["message"]
     assert [r["line"] for r in items[9]["related"]] == [8]
+
+
+def test_gl308_names_the_dtype_and_the_form(tmp_path: Path):
+    src = """\
+        import torch
+        import torch.nn as nn
+
+
+        def step(logits, mask):
+            idx = logits.argmax(1)
+            idx.requires_grad_()
+            keep = nn.Parameter(mask.bool())
+            w = torch.tensor([1, 2], requires_grad=True)
+            return idx, keep, w
+        """
+    items = {i["line"]: i["message"] for i in _lint(tmp_path, src) if i["code"] == "GL308"}
+    assert sorted(items) == [7, 8, 9]
+    assert items[7].startswith("`.requires_grad_()` on an integer tensor (`torch.int64`)")
+    assert items[8].startswith("`nn.Parameter(...)` on a bool tensor (`torch.bool`)")
+    assert items[9].startswith("`torch.tensor(..., requires_grad=True)` makes an integer tensor (`torch.int64`)")

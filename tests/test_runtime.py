@@ -52,6 +52,8 @@ CODES_OUT_OF_REACH = {
     "GL606": "a zero_grad() that wipes gradients no step used is also the correct code of a loop that "
              "reads per-micro-batch gradients or skips a step on purpose; telling them apart needs the "
              "accumulation condition, read from the source",
+    "GL308": "torch itself raises at that line (requires_grad on an integer tensor), with its own message; "
+             "no watcher yet (the mode would see requires_grad_ and the factories' requires_grad=True)",
 }
 
 # Bad examples of covered codes that only the deep level (saved-tensor hooks) sees.

@@ -51,6 +51,7 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "function-backward-arity": "GL704",
     "non-full-backward-hook": "GL705",
     "nonscalar-backward": "GL307",
+    "int-requires-grad": "GL308",
     # no rule yet (bench/realbugs/README.md says why)
     "clip-scaled-grads": "GL605",
     "scaler-step-bypassed": None,

@@ -16,7 +16,7 @@ from gradlint.model.syntax import (
 from gradlint.model.values import (
     NAMESPACE,
     CLASS, CONST, FUNCTION, INSTANCE, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
-    UNKNOWN, UNKNOWN_VALUE, CONST_VALUE, Cut, Value, element_of, flatten, leaf_rg, plain_tensor, src_of, union,
+    UNKNOWN, UNKNOWN_VALUE, CONST_VALUE, Cut, Value, element_of, flatten, leaf_rg, next_id, plain_tensor, src_of, union,
 )
 
 
@@ -42,7 +42,8 @@ class CallMixin:
             self._emit("inlined_call", (node,))
         q = self.qualname(func)
         if q is not None:
-            return self._call_qualified(q, node, arg_values)
+            made = next_id()
+            return self.int_function_result(q, node, arg_values, self._call_qualified(q, node, arg_values), made)
         receiver: Optional[Value] = None
         if type(func) is cst.Attribute:
             key = dotted(func)
@@ -68,7 +69,9 @@ class CallMixin:
                     part = self.module_attribute(receiver, func.attr.value, key)
                     if part is not None and part.kind == MODULE:
                         return self._call_module(part, arg_values, node)
-                return self._call_method(receiver, func.attr.value, node, arg_values)
+                made = next_id()
+                out = self._call_method(receiver, func.attr.value, node, arg_values)
+                return self.int_method_result(receiver, func.attr.value, node, out, made)
             if bound.kind == FUNCTION and receiver is None and self.value_of(func.value).kind != NAMESPACE:
                 receiver = self.value_of(func.value)
         callee = self.value_of(func)
@@ -349,7 +352,9 @@ class CallMixin:
                 out.dtype = data.dtype if data.kind == TENSOR else None
                 return out
             if flag is False:
-                return plain_tensor(cuts=cuts)
+                out = plain_tensor(cuts=cuts)
+                out.dtype = data.dtype if data.kind == TENSOR else None  # an integer mask kept as a Parameter
+                return out
             return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
         if q in api.BACKWARD_FUNCS:
             if args:

@@ -8,6 +8,7 @@ from typing import Any, List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.dtypes import int_dtype, is_bool_comparison
 from gradlint.model.guards import narrow, type_guards, widen
 from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
@@ -82,7 +83,9 @@ class ExpressionMixin:
         if t is cst.Comparison:
             vals = [self.value_of(node.left)] + [self.value_of(c.comparator) for c in node.comparisons]
             if any(v.kind == TENSOR for v in vals):
-                return plain_tensor()
+                out = plain_tensor()
+                out.dtype = "bool" if is_bool_comparison(node) else None  # `logits > 0`: a bool mask
+                return out
             return UNKNOWN_VALUE
         if t is cst.IfExp:
             self.value_of(node.test)
@@ -179,6 +182,8 @@ class ExpressionMixin:
         if base.kind in (MODULE, INSTANCE):
             v = self.module_attribute(base, node.attr.value, key)
             return v if v is not None else UNKNOWN_VALUE
+        if base.kind == TUPLE and base.made == "indices" and node.attr.value in ("values", "indices"):
+            return base.items[node.attr.value == "indices"]  # `x.max(1).indices` (dtypes.py)
         if base.kind != TENSOR:
             return UNKNOWN_VALUE
         attr = node.attr.value
@@ -205,7 +210,11 @@ class ExpressionMixin:
             if type(el.slice) is cst.Index:
                 self.value_of(el.slice.value)
         if base.kind == TENSOR:
-            return self._derived(base, [], node, view=basic_index(node))
+            out = self._derived(base, [], node, view=basic_index(node))
+            out.dtype = int_dtype(base)  # indexing keeps an integer dtype
+            return out
+        if int_dtype(base) is not None:
+            return Value(UNKNOWN, dtype=base.dtype)  # `x.argmax(1)[0]`
         if base.kind == NDARRAY:
             return Value(NDARRAY, src=base.src, cuts=base.cuts)
         if base.kind == MODULE and base.items and len(node.slice) == 1:

@@ -23,17 +23,18 @@ class FactoryMixin:
         return v
 
     def _factory_dtype(self, q: str, node: cst.Call, args: List[Value]) -> Optional[str]:
-        """The floating dtype a factory's result certainly has, or None."""
+        """The floating dtype a factory's result certainly has, or its integer/bool dtype
+        (dtypes.py), or None."""
         given = kwarg(node, "dtype")
         if given is not None:
-            return dtype_of_expr(given.value)
+            return dtype_of_expr(given.value) or self.int_factory_dtype(q, node, args)
         if q in api.DEFAULT_FLOAT_FACTORIES:
             return self.default_dtype
-        if q in api.LIKE_FACTORIES:
-            return args[0].dtype if args and args[0].kind == TENSOR else None
+        if q in api.LIKE_FACTORIES and args and args[0].kind == TENSOR and args[0].dtype is not None:
+            return args[0].dtype
         if q == "torch.tensor" and node.args and node.args[0].keyword is None and _float_literal(node.args[0].value):
             return self.default_dtype  # torch.tensor([1.0, 2.0])
-        return None
+        return self.int_factory_dtype(q, node, args)
 
     def _legacy_constructor(self, q: str, node: cst.Call, args: List[Value]) -> Value:
         """``torch.Tensor(...)``, ``torch.FloatTensor(...)``: of a tensor, an alias that keeps

@@ -24,6 +24,7 @@ import libcst as cst
 from gradlint.model.calls import INLINE_BUDGET, CallMixin
 from gradlint.model.env import FREED, Env, EnvMixin  # noqa: F401 (re-exported)
 from gradlint.model.events import Event, EventMixin  # noqa: F401
+from gradlint.model.dtypes import DtypeMixin
 from gradlint.model.expressions import ExpressionMixin
 from gradlint.model.factories import FactoryMixin
 from gradlint.model.imports import ImportMixin, ModuleScope
@@ -35,8 +36,8 @@ from gradlint.model.statements import StatementMixin
 from gradlint.model.values import UNKNOWN_VALUE, Value, element_of  # noqa: F401
 
 
-class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, ObjectMixin, LoopMixin,
-            EventMixin, ImportMixin, ShapeMixin):
+class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, DtypeMixin, ObjectMixin,
+            LoopMixin, EventMixin, ImportMixin, ShapeMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
         self.env: Env = {}

@@ -23,6 +23,35 @@ DTYPES = {
     "float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
     "float16": "float16", "half": "float16", "bfloat16": "bfloat16",
 }
+# integer and bool dtypes: ``torch.<name>`` -> canonical name (tensors of these can never
+# require grad; complex dtypes can, and are in neither table)
+INT_DTYPES = {
+    "int64": "int64", "long": "int64", "int32": "int32", "int": "int32", "int16": "int16",
+    "short": "int16", "int8": "int8", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+    "uint64": "uint64", "bool": "bool",
+}
+INT_DTYPE_NAMES = frozenset(INT_DTYPES.values())
+# methods and torch functions whose result certainly has an integer/bool dtype
+INT_CONVERSIONS = {"long": "int64", "int": "int32", "short": "int16", "char": "int8", "byte": "uint8", "bool": "bool"}
+INT_RESULTS = dict(
+    [(n, "int64") for n in "argmax argmin argsort nonzero count_nonzero".split()]
+    + [(n, "bool") for n in """eq ne lt gt le ge isnan isinf isfinite isposinf isneginf isreal
+    logical_and logical_or logical_not logical_xor isclose""".split()]
+)
+# the integer legacy constructors and type names (``.type(torch.LongTensor)``)
+INT_TENSOR_TYPES = {
+    "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
+    "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+# methods whose result has the receiver's dtype (shape, layout, copies, devices)
+DTYPE_KEEPING = frozenset(
+    """reshape flatten squeeze unsqueeze t transpose permute expand expand_as repeat contiguous clone
+    detach cpu cuda narrow select flip roll unflatten index_select masked_select gather take tile
+    repeat_interleave swapaxes swapdims movedim moveaxis diagonal pin_memory""".split()
+)
+# (values, indices) pairs: `x.max(1)`, `torch.sort(x)`, `x.topk(3).indices` (int64 indices)
+INDEX_PAIRS_WITH_DIM = frozenset("max min median mode nanmedian".split())  # with a dim only
+INDEX_PAIRS = frozenset("sort topk kthvalue cummax cummin".split())
 # conversion methods that only change the dtype, and the dtype they give
 DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
 # factories whose result has the default floating dtype (float32 unless the file changes it)
@@ -40,8 +69,8 @@ LEGACY_CONSTRUCTORS = {
     "torch.HalfTensor": "float16", "torch.BFloat16Tensor": "bfloat16",
     "torch.cuda.FloatTensor": "float32", "torch.cuda.DoubleTensor": "float64",
     "torch.cuda.HalfTensor": "float16", "torch.cuda.BFloat16Tensor": "bfloat16",
-    "torch.LongTensor": None, "torch.IntTensor": None, "torch.ByteTensor": None, "torch.BoolTensor": None,
-    "torch.cuda.LongTensor": None, "torch.cuda.IntTensor": None,
+    "torch.LongTensor": "int64", "torch.IntTensor": "int32", "torch.ByteTensor": "uint8", "torch.BoolTensor": "bool",
+    "torch.cuda.LongTensor": "int64", "torch.cuda.IntTensor": "int32",
 }
 # ``torch.autograd.Variable(t, requires_grad=...)``: t.detach(), made to require grad when asked
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
