@@ -34,7 +34,8 @@ class InplaceOnLeaf(Rule):
     That is any `Tensor.*_` method (`add_`, `zero_`, `copy_`, `clamp_`,
     `normal_`, ...), augmented assignment (`x += ...`, `w -= lr * w.grad`), and item or slice
     assignment (`x[0] = ...`, `x[:2] *= 2`), including on the loop variable of
-    `for p in model.parameters()`.
+    `for p in model.parameters()` and on a leaf kept in a list or dict
+    (`params["w"] -= lr * params["w"].grad`; by a variable key when every element is such a leaf).
 
     ## Why is this bad
     torch refuses it at that line: `RuntimeError: a leaf Variable that requires grad is being
@@ -138,6 +139,12 @@ class InplaceOnLeaf(Rule):
                 self._subscript(node, t.target, "item assignment")
 
     def _subscript(self, node: cst.CSTNode, target: cst.Subscript, op: str) -> None:
+        if self.model.value_of(target.value).kind == "tuple":
+            # `params["w"] -= lr * g`: a list's or dict's element written in place (an assignment
+            # only replaces the element)
+            if isinstance(node, cst.AugAssign):
+                self._check(node, target, op)
+            return
         # x[...] = v writes into x (basic or advanced indexing alike)
         self._check(node, target.value, op, view=True, shown=_name(target))
 

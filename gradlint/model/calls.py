@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
-from gradlint.model import torchapi as api
+from gradlint.model import containers, torchapi as api
 from gradlint.model.env import Env
 from gradlint.model.names import dotted, grad_attribute, rebound_names
 from gradlint.model.syntax import (
@@ -16,7 +16,7 @@ from gradlint.model.syntax import (
 from gradlint.model.values import (
     NAMESPACE,
     CLASS, CONST, FUNCTION, INSTANCE, MODULE, NAMED_PARAMS, NDARRAY, OPTIMIZER, PARAMS, SCALAR, TENSOR, TUPLE,
-    UNKNOWN, UNKNOWN_VALUE, CONST_VALUE, Cut, Value, element_of, flatten, leaf_rg, next_id, plain_tensor, src_of, union,
+    UNKNOWN, UNKNOWN_VALUE, Cut, Value, element_of, flatten, leaf_rg, next_id, plain_tensor, src_of, union,
 )
 
 
@@ -94,6 +94,9 @@ class CallMixin:
             if not callee.params:
                 self._escape(arg_values)
                 if name in self.classes:
+                    record = containers.record(self.classes[name], node, arg_values)
+                    if record is not None:
+                        return record  # a dataclass or NamedTuple: its fields are its elements
                     out = Value(INSTANCE, node=name)
                     self._construct_later_class(name, node, arg_values, out)
                     return out
@@ -117,6 +120,13 @@ class CallMixin:
                 return Value(TUPLE, items=(Value(SCALAR), element_of(arg_values[0])), params=True)
             if name == "zip" and arg_values:
                 return Value(TUPLE, items=tuple(element_of(a) for a in arg_values), params=True)
+            if callee.kind == UNKNOWN and name in containers.BUILDERS:
+                out = containers.from_call(name, node, arg_values)  # dict(...), defaultdict(list), list(xs)
+                if out is not None:
+                    return out
+        elif type(func) is cst.Attribute and callee.kind == UNKNOWN and dotted(func) in (
+                "collections.defaultdict", "collections.OrderedDict"):
+            return containers.from_call(func.attr.value, node, arg_values)  # type: ignore[return-value]
         self._escape(arg_values)
         return UNKNOWN_VALUE
 
@@ -387,6 +397,9 @@ class CallMixin:
         if q in api.PARAM_MODULES:
             self._emit("param_made", (node, q.replace("torch.nn.", "nn.") + "(...)"))
             return Value(MODULE, params=True, made="inference" if self.inference else None, made_node=node, node=q)
+        layers = containers.module_layers(q, node, args)
+        if layers is not None:
+            return layers  # nn.Sequential(*layers), nn.ModuleList([...]), nn.ModuleDict({...})
         if q in api.CONTAINER_MODULES:
             has = [a.params for a in args if a.kind == MODULE]
             prev = None
@@ -400,10 +413,8 @@ class CallMixin:
             parts = tuple(args) if all(a.keyword is None and not a.star for a in node.args) and all(
                 v.kind == MODULE for v in args) else ()
             return Value(MODULE, params=True if any(has) else None, act=last, items=parts)
-        if q == "torch.nn.ModuleList" and len(args) == 1 and args[0].kind == TUPLE and args[0].made is None \
-                and args[0].items and all(i.kind == MODULE for i in args[0].items):
-            layers = args[0].items
-            return Value(MODULE, params=True if any(i.params for i in layers) else None, items=layers)
+        if q in api.MODULE_CONTAINERS and not node.args:
+            return containers.empty_modules(q)  # layers appended or stored later
         if q in api.MODULE_CONTAINERS:
             # `nn.ModuleList()`, `nn.ModuleDict(heads)`: a module whose layers are not known here
             return Value(MODULE, params=None)
@@ -500,6 +511,10 @@ class CallMixin:
                 return receiver
             if attr == "forward":
                 return self._call_module(receiver, args, node)
+            if receiver.items or receiver.keys is not None or receiver.made in ("layers", "comp"):
+                out = self.container_method(receiver, attr, node, args)  # `self.layers.append(m)`
+                if out is not None:
+                    return out
             sub = self.module_attribute(receiver, attr, dotted(node.func))
             if sub is not None and sub.kind == MODULE:  # model.encoder(x): a submodule's call
                 return self._call_module(sub, args, node)
@@ -556,18 +571,10 @@ class CallMixin:
             if kind == NDARRAY:
                 return Value(SCALAR, src=receiver.src, cuts=receiver.cuts)
             return Value(SCALAR)
-        if kind == TUPLE and attr in ("values", "items") and not node.args and receiver.made is None:
-            # a dict literal's values (a list has no such methods)
-            if attr == "values":
-                return Value(TUPLE, items=receiver.items)
-            return Value(TUPLE, items=tuple(Value(TUPLE, items=(CONST_VALUE, i)) for i in receiver.items))
-        if kind == TUPLE and attr in ("append", "extend", "insert") and args and receiver.params is None:
-            key = dotted(node.func.value)  # type: ignore[attr-defined]
-            if key is not None:  # xs.append(t): the list now holds t too
-                added = args[-1].items if attr == "extend" and args[-1].kind == TUPLE else (
-                    (UNKNOWN_VALUE,) if attr == "extend" else (args[-1],))
-                self.bind_key(key, Value(TUPLE, items=receiver.items + tuple(added), made="list"))
-            return CONST_VALUE
+        if kind == TUPLE:
+            out = self.container_method(receiver, attr, node, args)  # containers.py
+            if out is not None:
+                return out
         if kind == NDARRAY:
             return Value(NDARRAY, src=receiver.src, cuts=union([receiver.cuts] + [a.cuts for a in args]))
         if kind != TENSOR:

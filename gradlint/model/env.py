@@ -7,10 +7,11 @@ from typing import Dict, List
 
 import libcst as cst
 
+from gradlint.model.containers import NAMED_TUPLE
 from gradlint.model.lattice import FREED, join_envs  # noqa: F401 (FREED re-exported)
 from gradlint.model.names import dotted
 from gradlint.model.values import (
-    NAMESPACE, CLASS, FUNCTION, MODULE, NDARRAY, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value,
+    NAMESPACE, CLASS, FUNCTION, INSTANCE, MODULE, NDARRAY, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value,
 )
 
 
@@ -98,13 +99,18 @@ class EnvMixin:
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
             starred = any(type(e) is cst.StarredElement for e in elements)
+            if value.kind == INSTANCE and value.made == NAMED_TUPLE:
+                value = Value(TUPLE, items=value.items)  # `loss, logits = out`: by position
             items = value.items if value.kind == TUPLE else ()
             if value.kind == TENSOR and value.rg is True and value.probable and not starred:
                 # `out, hidden = rnn(x, hidden)`: the parts of a module's output carry its graph
                 items = tuple(Value(TENSOR, rg=True, leaf=False, probable=True, deps=value.deps, mdeps=value.mdeps,
                                     cuts=value.cuts) for _ in elements)
+            parts = self.unpack(elements, value) if starred else None
             for i, el in enumerate(elements):
-                if type(el) is cst.StarredElement:
+                if parts is not None:
+                    self.bind_target(el.value, parts[i])  # `first, *rest = xs`
+                elif type(el) is cst.StarredElement:
                     self.bind_target(el.value, UNKNOWN_VALUE)
                 elif not starred and len(items) == len(elements):
                     self.bind_target(el.value, items[i])
@@ -118,13 +124,9 @@ class EnvMixin:
                 self.inplace(self.current_statement, bv, "item assignment")
                 self._inplace_effect(base, [value])
             else:
-                key = dotted(target)  # d["loss"] = v: a container slot with a constant index
-                base_key = dotted(base)
-                if base_key is not None and bv.kind == TUPLE:
-                    # the container's content changed: what it holds as a whole is no longer known
-                    self.bind_key(base_key, Value(TUPLE, items=(UNKNOWN_VALUE,)))
-                if key is not None:
-                    self.bind_key(key, value)
+                # d["loss"] = v, xs[i] = v: a store into a container (containers.py); a slot with
+                # a constant index also has a key of its own (`d['loss']`)
+                self.rebind_element(target, value)
         elif type(target) is cst.StarredElement:
             self.bind_target(target.value, UNKNOWN_VALUE)
 

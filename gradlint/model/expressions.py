@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
-from gradlint.model import torchapi as api
+from gradlint.model import containers, torchapi as api
 from gradlint.model.dtypes import int_dtype, is_bool_comparison
 from gradlint.model.guards import narrow, type_guards, widen
 from gradlint.model.names import dotted
@@ -72,14 +72,14 @@ class ExpressionMixin:
         if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             return self._eval_comp(node)
         if t is cst.Dict:
-            items = []
+            out = containers.make((), keys=())
             for el in node.elements:
                 if type(el) is cst.DictElement:
                     self.value_of(el.key)
-                    items.append(self.value_of(el.value))
-                else:
-                    items.append(UNKNOWN_VALUE)
-            return Value(TUPLE, items=tuple(items), cuts=union(i.cuts for i in items))
+                    out = containers.store(out, containers.const_key(el.key), self.value_of(el.value))
+                else:  # `**other`
+                    out = containers.updated(out, self.value_of(el.value))
+            return out
         if t is cst.Comparison:
             vals = [self.value_of(node.left)] + [self.value_of(c.comparator) for c in node.comparisons]
             if any(v.kind == TENSOR for v in vals):
@@ -160,6 +160,8 @@ class ExpressionMixin:
             v = self.value_of(node.value if type(node) is cst.DictComp else node.elt)
         finally:
             self.restore(saved)
+        if type(node) is cst.DictComp:
+            return containers.make((v,), keys=(None,))
         return Value(TUPLE, items=(v,), made="comp")
 
     def _eval_attribute(self, node: cst.Attribute) -> Value:
@@ -179,6 +181,8 @@ class ExpressionMixin:
         base = self.value_of(node.value)
         if base.kind == NAMESPACE:
             return self.namespace_attribute(base, node.attr.value)
+        if base.kind == INSTANCE and base.keys is not None and node.attr.value in base.keys:
+            return containers.read(base, node.attr.value)  # a field of a dataclass or NamedTuple
         if base.kind in (MODULE, INSTANCE):
             v = self.module_attribute(base, node.attr.value, key)
             return v if v is not None else UNKNOWN_VALUE
@@ -217,19 +221,16 @@ class ExpressionMixin:
             return Value(UNKNOWN, dtype=base.dtype)  # `x.argmax(1)[0]`
         if base.kind == NDARRAY:
             return Value(NDARRAY, src=base.src, cuts=base.cuts)
-        if base.kind == MODULE and base.items and len(node.slice) == 1:
-            idx = node.slice[0].slice
-            i = _constant_index(idx.value) if type(idx) is cst.Index else None
-            if i is not None and -len(base.items) <= i < len(base.items):
-                return base.items[i]  # a layer of an nn.Sequential / nn.ModuleList: `model[0]`
-        if base.kind == TUPLE and len(node.slice) == 1 and base.made != "joined":
-            idx = node.slice[0].slice
-            i = _constant_index(idx.value) if type(idx) is cst.Index else None
-            if i is not None:
-                if base.made == "comp":
-                    return base.items[0]  # every element of a comprehension is its element's value
-                if -len(base.items) <= i < len(base.items):
-                    return base.items[i]
+        if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+            if base.kind == TUPLE and base.keys is None and not base.params and base.items:
+                return containers.make(base.items, made="joined")  # `xs[1:]`: some of the elements
+            return UNKNOWN_VALUE
+        if base.kind == MODULE and base.items:
+            return containers.module_read(base, containers.subscript_key(node))  # `self.layers[i]`
+        if base.kind == TUPLE:
+            return containers.read(base, containers.subscript_key(node))  # `xs[0]`, `d["loss"]`, `xs[i]`
+        if base.kind == INSTANCE and base.made == containers.NAMED_TUPLE:
+            return containers.read(containers.make(base.items), containers.subscript_key(node))
         return UNKNOWN_VALUE
 
     def _combine(self, operands: List[Value], node: Any, op: Optional[str] = None) -> Value:
@@ -368,13 +369,3 @@ class ExpressionMixin:
         if type(small) is cst.Assign and len(small.targets) == 1:
             return dotted(small.targets[0].target) == key
         return False
-
-
-def _constant_index(node: cst.BaseExpression) -> Optional[int]:
-    """``2`` -> 2, ``-1`` -> -1; anything else -> None."""
-    if type(node) is cst.Integer:
-        return int(node.value, 0)
-    if (type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus
-            and type(node.expression) is cst.Integer):
-        return -int(node.expression.value, 0)
-    return None

@@ -150,8 +150,18 @@ def join_values(values: List[Value]) -> Value:
         return first
     if all(v.kind == TENSOR for v in values):
         return join_tensors(values)
-    if all(v.kind == TUPLE and len(v.items) == len(first.items) for v in values):
-        return Value(TUPLE, items=tuple(join_values([v.items[i] for v in values]) for i in range(len(first.items))))
+    if all(v.kind == TUPLE and not v.params for v in values):
+        from gradlint.model.containers import join_containers  # (containers.py)
+
+        return join_containers(values)
+    if first.kind == INSTANCE and any(v.keys is not None for v in values):
+        # dataclass / NamedTuple instances (containers.py): field by field
+        if all(v.kind == INSTANCE and v.node == first.node and v.keys == first.keys for v in values):
+            from gradlint.model.containers import join
+
+            return Value(INSTANCE, node=first.node, keys=first.keys, made=first.made,
+                         items=tuple(join([v.items[i] for v in values]) for i in range(len(first.items))))
+        return UNKNOWN_VALUE
     if all(v.kind == first.kind for v in values) and first.kind in _OBJECTS:
         same = all(v.node == first.node and v.params == first.params and v.numel == first.numel for v in values)
         return first if same else Value(first.kind)
@@ -173,6 +183,10 @@ def join_branch_values(vals: List[Optional[Value]]) -> Optional[Value]:
         # one of several opaque objects (a snapshot on one path, a copy on another): still
         # unknown, but a read of it reads each of them
         return Value(UNKNOWN, items=tuple(kept))
+    if all(x is not None and x.kind == TUPLE and not x.params for x in vals):
+        # a container on every path (containers.py): what the paths agree on, element-wise
+        joined = join_values(vals)  # type: ignore[arg-type]
+        return joined if joined is not UNKNOWN_VALUE else None
     if all(x is not None and x.kind == TENSOR for x in vals):
         # a tensor on every path (`x = torch.zeros(3, requires_grad=True)` in the `if`,
         # `x = torch.ones(3, requires_grad=True)` in the `else`): what every path agrees on
@@ -214,11 +228,11 @@ def join_envs(envs: List[Dict[str, Value]]) -> Dict[str, Value]:
         joined = join_branch_values([v] + [e.get(k) for e in rest])
         if joined is not None:
             out[k] = joined
-        if v is not None and v.kind == TUPLE and (v.made == "list" or v.items == ()):
+        if v is not None and v.kind == TUPLE and v.keys is None and (v.made == "list" or v.items == ()):
             # a list that some path appended to: it may hold any of the elements (by position,
             # nothing is known)
             others = [e.get(k) for e in rest]
-            if all(o is not None and o.kind == TUPLE and not o.params for o in others):
+            if all(o is not None and o.kind == TUPLE and o.keys is None and not o.params for o in others):
                 items: list = []
                 for o in [v] + others:
                     items.extend(i for i in o.items if all(i is not j for j in items))  # type: ignore[union-attr]

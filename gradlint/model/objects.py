@@ -11,6 +11,7 @@ from gradlint.model import torchapi as api
 from gradlint.model.loops import carried_attributes
 from gradlint.model.names import canonical, dotted, node_children, subtree
 from gradlint.model.lattice import deps_of
+from gradlint.model.containers import keeps_structure
 from gradlint.model.values import (
     CLASS, CONST, INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, leaf_rg, next_id,
     plain_tensor, union,
@@ -51,6 +52,15 @@ def harvest(fn: cst.FunctionDef, env: Dict[str, Value], table: Dict[str, Value])
             if old is None:
                 table[attr] = v
             elif old is not v and (old.kind != v.kind or old.node != v.node or v.kind == TENSOR):
+                table[attr] = UNKNOWN_VALUE
+        elif v.kind in (TUPLE, MODULE) and keeps_structure(v):
+            # a list or dict of layers or parameters (`self.heads = [nn.Linear(...) ...]`,
+            # `self.params = {"w": nn.Parameter(...)}`): its elements in every method, while no
+            # other method binds the attribute to another value (containers.py)
+            old = table.get(attr)
+            if init and (old is None or (old.kind == TUPLE and keeps_structure(old))):
+                table[attr] = v  # (__init__ walked again at a construction site: its latest walk)
+            elif old is not v:
                 table[attr] = UNKNOWN_VALUE
         elif v.kind == TENSOR:
             # a tensor set in a method (`def setup(self): self.w = torch.randn(3, requires_grad=True)`)
@@ -369,7 +379,7 @@ class ObjectMixin:
             # what the walk could not tell is what any module call gives: a graph output
             items = tuple(i if i.kind != UNKNOWN and not (i.kind == TENSOR and i.rg is None)
                           else self._module_output(args, node) for i in out.items)
-            return Value(TUPLE, items=items)
+            return Value(TUPLE, items=items, keys=out.keys)  # (a forward returning a dict: by key)
         return None
 
     def _carried_first_use(self, owner: str, attrs: Any) -> None:
@@ -393,7 +403,8 @@ class ObjectMixin:
                 return plain_tensor()
             return self._module_output(args, None)
         if seen.kind == TUPLE and seen.made is None:
-            return Value(TUPLE, items=tuple(self._like(i, args) or self._module_output(args, None) for i in seen.items))
+            return Value(TUPLE, items=tuple(self._like(i, args) or self._module_output(args, None) for i in seen.items),
+                         keys=seen.keys)
         return None
 
     def _module_output(self, args: List[Value], node: Any) -> Value:

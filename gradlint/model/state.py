@@ -7,6 +7,7 @@ part, each in a file named for it:
 
 - ``values``: the abstract values, ``lattice``: their joins, ``env``: scopes and the environment,
 - ``statements``: assignments and in-place writes, ``expressions``: expressions and the torch API,
+- ``containers``: lists, tuples, dicts, module containers, dataclass and NamedTuple instances,
 - ``calls``: calls and summaries (functions, lambdas and methods of the file),
 - ``objects``: modules and instances, ``loops``: loops, ``events``: training events,
 - ``shapes``: element counts (one, several, one per sample) as far as ``backward()`` needs them.
@@ -22,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model.calls import INLINE_BUDGET, CallMixin
+from gradlint.model.containers import ContainerMixin
 from gradlint.model.env import FREED, Env, EnvMixin  # noqa: F401 (re-exported)
 from gradlint.model.events import Event, EventMixin  # noqa: F401
 from gradlint.model.dtypes import DtypeMixin
@@ -37,7 +39,7 @@ from gradlint.model.values import UNKNOWN_VALUE, Value, element_of  # noqa: F401
 
 
 class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, DtypeMixin, ObjectMixin,
-            LoopMixin, EventMixin, ImportMixin, ShapeMixin):
+            LoopMixin, EventMixin, ImportMixin, ShapeMixin, ContainerMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
         self.env: Env = {}

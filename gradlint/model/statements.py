@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
-from gradlint.model import torchapi as api
+from gradlint.model import containers, torchapi as api
 from gradlint.model.lattice import deps_of, ids_of
 from gradlint.model.names import dotted, reads_grad_of
 from gradlint.model.syntax import AUG_NAMES, const_bool
@@ -91,9 +91,15 @@ class StatementMixin:
             base = self.value_of(target.value)
             if base.kind in (TENSOR, NDARRAY):
                 self.inplace(node, base, op)
+            elif base.kind == TUPLE and not base.params:
+                self._aug_assign_element(node, target, operand, op)  # `params["w"] -= lr * g`
+                return
             self._inplace_effect(target.value, [operand])
             return
         cur = self.value_of(target)
+        if cur.kind == TUPLE and cur.keys is None and not cur.params and type(node.operator) is cst.AddAssign:
+            self.bind_target(target, containers.added(cur, operand, "extend"))  # `xs += [t]`
+            return
         if cur.kind == TENSOR and isinstance(target, (cst.Name, cst.Attribute)):
             self.manual_update(target, node.value, node)  # `w.data -= lr * w.grad`
         if cur.kind in (TENSOR, NDARRAY) and not type(node.operator) is cst.MatrixMultiplyAssign:
@@ -105,6 +111,22 @@ class StatementMixin:
                 self.bind_target(target, out)
         else:
             self.bind_target(target, self._combine([cur, operand], node))
+
+    def _aug_assign_element(self, node: cst.AugAssign, target: cst.Subscript, operand: Value, op: str) -> None:
+        """``d["k"] += v`` / ``xs[i] -= v``: in place on a tensor element, else a new element."""
+        cur = self.value_of(target)
+        if cur.kind in (TENSOR, NDARRAY) and not type(node.operator) is cst.MatrixMultiplyAssign:
+            self.inplace(node, cur, op)
+        if cur.kind == TENSOR:
+            key = dotted(target)
+            if key is not None:
+                if key not in self.env:
+                    self.bind_key(key, cur)
+                new = self._inplace_effect(target, [operand])
+                if new is not None and new is not cur:
+                    self.rebind_element(target, new)
+            return
+        self.rebind_element(target, self._combine([cur, operand], node))
 
     def exec_expr(self, node: cst.Expr) -> None:
         self.value_of(node.value)

@@ -60,7 +60,7 @@ class Value:
     __slots__ = (
         "kind", "rg", "leaf", "probable", "view_of_leaf", "id", "deps", "cuts", "src", "items",
         "params", "node", "is_param", "alias_of", "alias_kind", "act", "inplace", "fresh", "made",
-        "made_node", "certain", "dtype", "inference", "alts", "mdeps", "numel",
+        "made_node", "certain", "dtype", "inference", "alts", "mdeps", "numel", "keys",
     )
 
     def __init__(
@@ -90,6 +90,7 @@ class Value:
         inference: bool = False,
         mdeps: Optional[FrozenSet[int]] = None,
         numel: Any = None,
+        keys: "Optional[Tuple[Any, ...]]" = None,
     ) -> None:
         self.kind = kind
         self.rg = rg  # tensor: requires grad (True/False/None)
@@ -105,6 +106,9 @@ class Value:
         self.cuts = cuts
         self.src = src  # detached / ndarray / scalar: the graph value it was taken from
         self.items = items
+        # a dict (kind TUPLE) or a ModuleDict (kind MODULE): the constant key of each element of
+        # ``items`` (None: stored under a key the model does not know); see containers.py
+        self.keys = keys
         self.params = params  # module: has trainable parameters (True/False/None)
         self.node = node  # function/class definitions
         self.is_param = is_param  # a module parameter (loop variable of .parameters())
@@ -216,17 +220,10 @@ def element_of(v: Value) -> Value:
         # the parameters of a module the code froze (requires_grad_(False)) do not require grad
         p = leaf_rg(is_param=True) if v.params is not False else Value(TENSOR, rg=False, leaf=True, is_param=True)
         return p if v.kind == PARAMS else Value(TUPLE, items=(Value(SCALAR), p))
-    if v.kind == TUPLE:
-        if v.params:  # enumerate()/zip() results
-            return v
-        items = v.items
-        if items and all(i is items[0] for i in items):
-            return items[0]
-        if items and all(i.kind == TUPLE and len(i.items) == len(items[0].items) for i in items) and all(
-                all(i.items[n] is items[0].items[n] for i in items) for n in range(len(items[0].items))):
-            return items[0]  # pairs (key, value) of one value
-        if items and v.made is None and all(i.kind == TENSOR for i in items):
-            return join_values(list(items))  # `for w in [w1, w2]`: what every element is
+    if v.kind in (TUPLE, MODULE):
+        from gradlint.model.containers import element_of as container_element  # (containers.py)
+
+        return container_element(v)
     return UNKNOWN_VALUE
 
 
