@@ -62,6 +62,8 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "ddp-unused-parameters": None,
     "hook-not-removed": "GL707",
     "frozen-by-zeroed-grad": None,
+    "view-inplace-forbidden": None,
+    "function-backward-mutates-saved": None,
 }
 
 _HEADER = re.compile(r"^#\s*(Source|Category|Expect)\s*:\s*(.*?)\s*$")
