@@ -64,6 +64,10 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "frozen-by-zeroed-grad": None,
     "view-inplace-forbidden": None,
     "function-backward-mutates-saved": None,
+    "grad-without-create-graph": None,
+    "ddp-sync-skipped": None,
+    "scaler-update-skipped": None,
+    "ddp-reentrant-checkpoint": None,
 }
 
 _HEADER = re.compile(r"^#\s*(Source|Category|Expect)\s*:\s*(.*?)\s*$")
