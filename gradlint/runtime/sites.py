@@ -264,9 +264,16 @@ def _target_name(node: ast.AST) -> str:
     return ""
 
 
+def _unsubscripted(node: ast.AST) -> ast.AST:
+    """``history`` of ``history["loss"]`` (a list held in a dict grows its dict)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
+
+
 def growth_lines(frame: FrameType, name: str) -> List[int]:
     """Lines of the frame's function that add to the container or running value ``name``:
-    ``name.append(...)`` (extend, insert, update, ...), ``name[k] = ...``, ``name[k] += ...``,
+    ``name.append(...)`` (extend, insert, update, ...), ``name[k].append(...)``, ``name[k] = ...``, ``name[k] += ...``,
     ``name += ...`` and ``name = name + ...``; in source order."""
     tree = _tree(frame.f_code.co_filename)
     if tree is None:
@@ -275,7 +282,7 @@ def growth_lines(frame: FrameType, name: str) -> List[int]:
     out: List[int] = []
     for node in _own_nodes(_scope_of(tree, frame)):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWS
-                and _target_name(node.func.value) == base):
+                and _target_name(_unsubscripted(node.func.value)) == base):
             out.append(node.lineno)
         elif isinstance(node, (ast.Assign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -271,14 +271,17 @@ class Graphs(Watcher):
 
         holders = find_holders(list(user_frames()), lambda v: isinstance(v, (Tensor,) + _CONTAINERS), depth=0)
         for frame, name, value in holders:
-            marks, example = _marks(value, step)
+            marks, example, earlier = _marks(value, step)
             older = {m for m in marks if m[0] == STEP and m[1] < step}
-            if not (older or len(marks) >= 2):
+            if not (older or len({m[1] for m in marks}) >= 2 or earlier >= 2):
+                # graphs of one step only (a name rebound each step): nothing grows; `earlier`:
+                # two graph tensors seen at an earlier scan (a loss made in step n is first seen
+                # at step n's own scan, with the one the container took at step n - 1)
                 continue
             lines = growth_lines(frame, name)
             if not lines or example is None:
                 continue
-            n = len({m[1] for m in marks})
+            n = max(len({m[1] for m in marks}), earlier)
             kind = "a running value" if isinstance(value, Tensor) else "a container"
             what = (f"`{name}`, {kind} added to in every iteration, holds graph tensors ({describe(example)}) "
                     f"{'of back-propagated steps' if older else 'made at different steps'} ({n} so far)")
@@ -287,11 +290,13 @@ class Graphs(Watcher):
                                  f"keep `.item()` or `.detach()`", path, lines[-1])
 
 
-def _marks(value: Any, step: int) -> Tuple[Set[Tuple[str, int]], Any]:
+def _marks(value: Any, step: int) -> Tuple[Set[Tuple[str, int]], Any, int]:
     """The steps whose graphs ``value`` holds: ``(STEP, n)`` for the root of the n-th
-    back-propagated step, ``(SEEN, n)`` for a graph tensor first seen at the n-th step's scan."""
+    back-propagated step, ``(SEEN, n)`` for a graph tensor first seen at the n-th step's scan;
+    an example tensor; and how many of its graph tensors (distinct nodes) an earlier scan saw."""
     out: Set[Tuple[str, int]] = set()
     example = None
+    earlier: Set[int] = set()
     if isinstance(value, Tensor):
         tensors = [value]
     else:
@@ -318,9 +323,12 @@ def _marks(value: Any, step: int) -> Tuple[Set[Tuple[str, int]], Any]:
             meta = _meta(fn)
             if meta is None:
                 continue
-            out.add((SEEN, meta.setdefault(SEEN, step)))
+            seen = meta.setdefault(SEEN, step)
+            out.add((SEEN, seen))
+            if seen < step:
+                earlier.add(id(fn))
         example = t
-    return out, example
+    return out, example, len(earlier)
 
 
 WATCHERS = [Graphs]
