@@ -355,13 +355,20 @@ def record_fields(info: Any) -> Optional[Tuple[List[str], bool]]:
     named = info.bases == ["NamedTuple"]
     dataclass = any(dotted(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in _DATACLASS
                     for d in node.decorators)
-    if not (named or (dataclass and not info.bases)) or "__init__" in info.methods:
+    if not (named or (dataclass and not info.bases)) or "__init__" in info.methods \
+            or "__post_init__" in info.methods:
         return None
     fields: List[str] = []
     for stmt in node.body.body:
         if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
                 if type(small) is cst.AnnAssign and type(small.target) is cst.Name:
+                    ann = dotted(small.annotation.annotation.value
+                                 if type(small.annotation.annotation) is cst.Subscript
+                                 else small.annotation.annotation) or ""
+                    if ann.rsplit(".", 1)[-1] in ("ClassVar", "InitVar", "KW_ONLY") or (
+                            type(small.value) is cst.Call and (dotted(small.value.func) or "").endswith("field")):
+                        return None  # not a plain field of __init__'s signature: positions unknown
                     fields.append(small.target.value)
     return fields, named
 
@@ -388,6 +395,18 @@ def record(info: Any, node: cst.Call, args: List[Value]) -> Optional[Value]:
                  made=NAMED_TUPLE if named else None)
 
 
+_REORDERS = frozenset({"pop", "remove", "reverse", "sort", "clear"})
+
+
+def shuffled(v: Value) -> Value:
+    """A list or dict whose positions (or keys) are no longer known: one summary element, what
+    every element agreed on."""
+    summary = join(list(v.items)) if v.items else UNKNOWN_VALUE
+    if v.keys is not None:
+        return make((summary,), keys=(None,))
+    return make((summary,), made="comp")
+
+
 def keeps_structure(v: Value) -> bool:
     """A container of layers or parameters (kept on ``self`` from ``__init__``)."""
     return v.kind == TUPLE and not v.params and bool(v.items) and all(
@@ -411,6 +430,13 @@ class ContainerMixin:
                 self.rebind_element(expr.value, module_stored(owner, subscript_key(expr), new))
         key = dotted(expr)
         if key is not None:
+            env = self.env  # type: ignore[attr-defined]
+            old = env.get(key)
+            if old is not None and old.kind == TUPLE and new.kind == TUPLE and type(expr) is not cst.Subscript:
+                # other names of the same list or dict (`ys = xs`) see the change too
+                for k, v in list(env.items()):
+                    if v is old and k != key:
+                        self.bind_key(k, new)  # type: ignore[attr-defined]
             self.bind_key(key, new)  # type: ignore[attr-defined]
 
     def container_method(self, receiver: Value, attr: str, node: cst.Call, args: List[Value]) -> Optional[Value]:
@@ -451,9 +477,21 @@ class ContainerMixin:
             return CONST_VALUE
         if attr == "copy" and not args:
             return make(receiver.items, made=receiver.made)
-        if attr == "pop" and not args and receiver.items:
-            return read(receiver, -1 if receiver.made in (None, "list") else _NO_KEY)
+        if attr in _REORDERS:
+            # `pop`, `remove`, `reverse`, `sort`, `clear`: positions change; what is left is
+            # what every element agrees on
+            out = read(receiver, -1 if receiver.made in (None, "list") else _NO_KEY) \
+                if attr == "pop" and not args and receiver.items else None
+            self.rebind_element(target, shuffled(receiver))
+            return out
         return None
+
+    def forget_positions(self, expr: cst.BaseExpression) -> None:
+        """``del xs[i]`` / ``del d[k]``: the container's positions change."""
+        if type(expr) is cst.Subscript:
+            owner = self.value_of(expr.value)  # type: ignore[attr-defined]
+            if owner.kind == TUPLE and not owner.params:
+                self.rebind_element(expr.value, shuffled(owner))
 
     def unpack(self, elements: Any, value: Value) -> Optional[List[Value]]:
         """The values of ``a, *rest, b = value`` for a tuple or list of known positions (one per

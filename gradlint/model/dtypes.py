@@ -180,5 +180,7 @@ def _pair(receiver: Value) -> Value:
         indices = plain_tensor()
         indices.dtype = "int64"
     else:
-        indices = Value(UNKNOWN, dtype="int64")
+        # of something not known to be a tensor: a NumPy array's `a.max(1)` is one array of
+        # maxima, and its `[1]` a row of floats, not indices
+        indices = UNKNOWN_VALUE
     return Value(TUPLE, items=(UNKNOWN_VALUE, indices), made="indices")

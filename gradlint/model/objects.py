@@ -232,7 +232,8 @@ class ObjectMixin:
                 name = module.node.rsplit(".", 1)[-1]
                 self.saved.setdefault(self.layer_param(module, "weight").id, []).append(
                     (out.id, f"the weight of `{name}`, saved for its input's gradient"))
-            if module.node in _SAVES_WEIGHT and module.params is True and args and args[0].kind == TENSOR:
+            if module.node in _SAVES_WEIGHT and module.params is True and args and args[0].kind == TENSOR \
+                    and self._weight_trainable(node):
                 # and its input, to compute the weight's gradient (whether the input requires
                 # grad or not): an in-place write to it before backward() raises
                 name = module.node.rsplit(".", 1)[-1]
@@ -329,6 +330,18 @@ class ObjectMixin:
         the class that froze it."""
         return any(key == f or key.startswith((f + ".", f + "[")) or f.startswith((key + ".", key + "["))
                    for f in self.visible_frozen())
+
+    def _weight_trainable(self, node: Any) -> bool:
+        """Is the weight of the layer called at ``node`` free of every freeze the walk saw (the
+        layer, its weight, or a module holding it; anywhere in the file)? Its input is saved only
+        when the weight needs a gradient: unknown layers (no name) count as frozen."""
+        key = dotted(node.func) if type(node) is cst.Call else None
+        if key is None:
+            return False
+        for f in self.frozen_keys:
+            if f == key or f.startswith(key + ".") or key.startswith(f + "."):
+                return False
+        return True
 
     def visible_frozen(self) -> List[str]:
         """The frozen keys that hold in the function being walked."""

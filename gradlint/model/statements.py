@@ -132,6 +132,9 @@ class StatementMixin:
         self.value_of(node.value)
 
     def exec_del(self, node: cst.Del) -> None:
+        targets = node.target.elements if type(node.target) in (cst.Tuple, cst.List) else [node.target]
+        for t in targets:
+            self.forget_positions(t.value if type(t) is cst.Element else t)  # type: ignore[attr-defined]
         self.forget_target(node.target)
 
     def exec_import(self, node: cst.Import) -> None:
