@@ -636,7 +636,14 @@ def _pooled(batches: List[List[Task]], jobs: int) -> List[Finding]:
                                initargs=(os.getpid(), big_lock))
     pending: Dict[Any, List[Task]] = {}
     try:
-        pending = {pool.submit(_lint_batch, b): b for b in batches}
+        # Ctrl-C / SIGTERM held back while the batches are handed over: a KeyboardInterrupt
+        # raised inside submit() (which takes the pool's locks and wakes its manager thread)
+        # could leave the interpreter waiting for that thread at exit; delivered right after
+        masked = _hold_stop_signals()
+        try:
+            pending = {pool.submit(_lint_batch, b): b for b in batches}
+        finally:
+            _release_stop_signals(masked)
         broken: List[List[Task]] = []
         for fut in as_completed(list(pending)):
             try:
@@ -651,6 +658,19 @@ def _pooled(batches: List[List[Task]], jobs: int) -> List[Finding]:
         _kill(pool)
         raise
     return findings
+
+
+def _hold_stop_signals() -> Any:
+    """Block SIGINT and SIGTERM in this thread (the previous mask, or None where it cannot)."""
+    try:
+        return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _release_stop_signals(masked: Any) -> None:
+    if masked is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, masked)
 
 
 def _isolated(task: Task) -> List[Finding]:
