@@ -4,7 +4,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from gradlint.model.names import dotted, node_children, rebound_names
+from gradlint.model.names import dotted, node_children, rebound_names, subtree
 from gradlint.rule import Rule, Severity
 
 _MODULE_HOOKS = frozenset({
@@ -213,7 +213,7 @@ class HookNeverRemoved(Rule):
             return False
         body = cls.body.body if type(cls.body) is cst.IndentedBlock else ()
         methods = {s.name.value: s for s in body if type(s) is cst.FunctionDef}
-        for n in _subtree(fn):
+        for n in subtree(fn):
             if type(n) is cst.Call and type(n.func) is cst.Attribute and dotted(n.func.value) == "self":
                 m = methods.get(n.func.attr.value)
                 if m is not None and m is not fn and _reads_attr(m, key, None):
@@ -263,10 +263,10 @@ class HookNeverRemoved(Rule):
         """Under an `if` that may make the registration run once: a test of `None`, `hasattr`,
         or of an attribute the code sets (a flag, the handle itself)."""
         scope = fn if fn is not None else self._module
-        assigned = {dotted(t.target) for n in _subtree(scope) if type(n) is cst.Assign for t in n.targets}
+        assigned = {dotted(t.target) for n in subtree(scope) if type(n) is cst.Assign for t in n.targets}
         for a in between:
             if type(a) is cst.If:
-                for n in _subtree(a.test):
+                for n in subtree(a.test):
                     if type(n) is cst.Name and n.value in ("None", "hasattr", "getattr"):
                         return True
                     if type(n) in (cst.Attribute, cst.Name) and dotted(n) in assigned:
@@ -334,7 +334,7 @@ class HookNeverRemoved(Rule):
     def _sites(self, name: str) -> List[cst.Call]:
         if self._site_map is None:
             self._site_map = {}
-            for n in _subtree(self._module):
+            for n in subtree(self._module):
                 if type(n) is cst.Call and type(n.func) is cst.Name:
                     self._site_map.setdefault(n.func.value, []).append(n)
         return self._site_map.get(name, [])
@@ -342,7 +342,7 @@ class HookNeverRemoved(Rule):
     def on_finish(self) -> None:
         if not self._order or not self.model.imports_torch() or self._module is None:
             return
-        own = {n.name.value for n in _subtree(self._module) if type(n) is cst.FunctionDef}
+        own = {n.name.value for n in subtree(self._module) if type(n) is cst.FunctionDef}
         self._parents()
         done = set()
         for cid in self._order:
@@ -384,19 +384,10 @@ class HookNeverRemoved(Rule):
 
 
 # ---------------------------------------------------------------------------- syntax helpers
-def _subtree(node: Any) -> List[cst.CSTNode]:
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(node_children(n))
-    return out
-
-
 def _names(body: Any, parents: Dict[int, cst.CSTNode]) -> List[Tuple[cst.Name, Any]]:
     """Every Name read or bound under ``body`` (attribute names and keywords left out) with its parent."""
     out = []
-    for n in _subtree(body):
+    for n in subtree(body):
         if type(n) is cst.Name:
             p = parents.get(id(n))
             if type(p) is cst.Attribute and p.attr is n:
@@ -433,7 +424,7 @@ def _reads(expr: Any) -> Set[str]:
 
 def _reads_attr(fn: Any, key: str, store: Optional[cst.Assign]) -> bool:
     skip = id(store.targets[0].target) if store is not None else None
-    return any(type(n) is cst.Attribute and id(n) != skip and dotted(n) == key for n in _subtree(fn))
+    return any(type(n) is cst.Attribute and id(n) != skip and dotted(n) == key for n in subtree(fn))
 
 
 def _root(expr: Any) -> Optional[str]:

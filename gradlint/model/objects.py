@@ -23,6 +23,12 @@ _SAVES_WEIGHT = frozenset("torch.nn." + n for n in "Linear Conv1d Conv2d Conv3d"
 _PARAM_ATTRS = frozenset({"weight", "bias", "in_proj_weight", "in_proj_bias"})
 
 
+def _covers(frozen: str, key: str) -> bool:
+    """Does freezing ``frozen`` reach ``key``, or the other way round (a module and its
+    parameters, `enc` and `enc.weight`, `layers` and `layers[0]`)?"""
+    return key == frozen or key.startswith((frozen + ".", frozen + "[")) or frozen.startswith((key + ".", key + "["))
+
+
 class ClassInfo:
     """A class of this file, from the pass over definitions: its node, methods, base names."""
 
@@ -328,8 +334,7 @@ class ObjectMixin:
         ``p.requires_grad = False`` or ``p.detach_()`` over its ``parameters()``)? A name frozen in
         a function is frozen there (and at module level, everywhere); ``self.x`` in every method of
         the class that froze it."""
-        return any(key == f or key.startswith((f + ".", f + "[")) or f.startswith((key + ".", key + "["))
-                   for f in self.visible_frozen())
+        return any(_covers(f, key) for f in self.visible_frozen())
 
     def _weight_trainable(self, node: Any) -> bool:
         """Is the weight of the layer called at ``node`` free of every freeze the walk saw (the
@@ -338,10 +343,7 @@ class ObjectMixin:
         key = dotted(node.func) if type(node) is cst.Call else None
         if key is None:
             return False
-        for f in self.frozen_keys:
-            if f == key or f.startswith(key + ".") or key.startswith(f + "."):
-                return False
-        return True
+        return not any(_covers(f, key) for f in self.frozen_keys)
 
     def visible_frozen(self) -> List[str]:
         """The frozen keys that hold in the function being walked."""
