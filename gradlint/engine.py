@@ -150,10 +150,12 @@ def lint_text(display: str, text: str, options: Options, project: Any = None) ->
                 return [_finding(SyntaxErrorRule, display, err[0], err[1], err[2],
                                  source_line=_line(text, err[0]))]
         return []
-    # Python's own parser first: it rejects what Python cannot compile (brackets nested more
-    # than 200 deep, which libcst accepts, and 1,500 deep, which crash libcst's native parser)
-    # with a SyntaxError, in a fraction of libcst's time
-    err = _compile_error(text)
+    # Python's own parser first where the text may hold what Python cannot compile and libcst
+    # accepts or crashes on (brackets nested more than 200 deep, which libcst accepts, and 1,500
+    # deep, which crash libcst's native parser; very long lines): a SyntaxError in a fraction of
+    # libcst's time. Elsewhere libcst's verdict is Python's (checked on invalid-syntax probes in
+    # tests/test_reliability.py), and ast.parse on every file cost ~10% of a cold run
+    err = _compile_error(text) if _python_parse_first(text) else None
     if err is not None and "\r" not in text:
         if SyntaxErrorRule.code not in codes:
             return []
@@ -236,6 +238,32 @@ def _parser_position(exc: Any) -> Tuple[int, int, str]:
     if m:
         return int(m.group(1)), int(m.group(2)), message[m.end():]
     return exc.raw_line, exc.raw_column + 1, message
+
+
+_NON_BRACKET = re.compile(r"[^()\[\]{}]+")
+_BRACKET_PAIR = re.compile(r"\(\)|\[\]|\{\}")
+_LONGISH_LINE = re.compile(r"[^\n]{2000}")
+MAX_CHEAP_DEPTH = 100
+
+
+def _python_parse_first(text: str) -> bool:
+    """Must Python's parser see the text before libcst's? True when brackets may nest
+    MAX_CHEAP_DEPTH deep or more (counted on the brackets alone, those in strings and comments
+    included, so the count errs high) or a line is 2,000 characters or longer (deep chains of
+    operators without brackets, which Python's parser rejects as too complex). Regular
+    expressions only: about 2% of an ``ast.parse``."""
+    if _LONGISH_LINE.search(text) is not None:
+        return True
+    s = _NON_BRACKET.sub("", text)
+    depth = 0
+    while s:
+        shorter = _BRACKET_PAIR.sub("", s)
+        if len(shorter) == len(s):
+            return False
+        s, depth = shorter, depth + 1
+        if depth >= MAX_CHEAP_DEPTH:
+            return True
+    return False
 
 
 def _compile_error(text: str) -> Optional[Tuple[int, int, str]]:

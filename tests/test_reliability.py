@@ -463,3 +463,36 @@ def test_linting_collects_garbage_rarely_and_gives_the_thresholds_back(tmp_path,
     assert [x.code for x in findings] == ["GL101"]
     assert seen == [engine.LINT_GC_THRESHOLD]
     assert gc.get_threshold() == before
+
+
+# Invalid syntax that Python's parser rejects: libcst's native parser rejects each too, so a file
+# is given to ast.parse first only where it may hold what libcst accepts or crashes on (brackets
+# nested very deep, very long lines); gradlint.engine._python_parse_first
+INVALID_SYNTAX_PROBES = [
+    "def f(a=1, b): pass\n", "f(**a, *b)\n", "del f()\n", "f() = 1\n", "a + 1 = 2\n", "(a, b) += 1\n",
+    "def f(*): pass\n", "f(x for x in y, 1)\n", "x: int = 1 = 2\n", "import a as b.c\n",
+    "[x for x in y] = 1\n", "True = 1\n", "None += 1\n", "a = 1 if b\n", "0777\n", "1__0\n",
+    "print 'x'\n", "f'{'\n", "with a as f(): pass\n",
+    "def f(**k, a): pass\n", "f(*a=1)\n", "x = (yield) = 1\n", "if x:\npass\n", "x = [1, 2\n",
+]
+
+
+@pytest.mark.parametrize("probe", INVALID_SYNTAX_PROBES)
+def test_invalid_syntax_is_a_finding_without_pythons_parser_first(probe):
+    from gradlint.engine import Options, _python_parse_first, lint_text
+    from gradlint.rule import registry
+
+    text = "import torch\n" + probe
+    with pytest.raises(SyntaxError):
+        compile(text, "probe.py", "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    assert not _python_parse_first(text)
+    findings = lint_text("probe.py", text, Options(codes=frozenset(registry())))
+    assert [f.code for f in findings] == ["GL000"], findings
+
+
+def test_deep_brackets_and_long_lines_go_to_pythons_parser_first():
+    from gradlint.engine import _python_parse_first
+
+    assert _python_parse_first("x = " + "(" * 150 + "1" + ")" * 150 + "\n")
+    assert _python_parse_first("x = " + "not " * 600 + "1\n")
+    assert not _python_parse_first("x = f(g(h([1, {2: (3,)}])))\ns = '((('\n")
