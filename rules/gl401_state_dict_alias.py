@@ -7,6 +7,7 @@ import libcst as cst
 
 from gradlint.edits import insert_after, insert_before, replace
 from gradlint.model.names import dotted
+from gradlint.model.values import INSTANCE
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])
@@ -147,6 +148,9 @@ class StateDictAlias(Rule):
         found = self._snapshot(node.value)
         if found is None:
             return
+        receiver = _receiver(node.value)
+        if receiver is not None and self.model.value_of(receiver).kind == INSTANCE:
+            return  # an object of a class that is no nn.Module: its state_dict() is its own
         expr, text = found
         edits = [replace(node.value, text)]
         imp = self._import_edit(text)
@@ -157,7 +161,10 @@ class StateDictAlias(Rule):
         seq = len(model.events)
         loops = tuple(l.node for l in model.loops)
         function = model.walk_root()
-        key = dotted(node.targets[0].target)
+        target = node.targets[0].target
+        # an element of a container (`states[k] = model.state_dict()`): the container's reads
+        # are the snapshot's (a local dict handed to torch.save and dropped is no kept snapshot)
+        key = dotted(target.value if isinstance(target, cst.Subscript) else target)
         snapshot = model.value_of(node.value)
         self._pending.append((node, model.here(), expr, fix, seq, loops, function, key, snapshot.id,
                               model.frames[-1], _owner(node.value)))
@@ -189,6 +196,21 @@ class StateDictAlias(Rule):
                        for e in later):
                 continue
             self.report(node, context=context, expr=expr, fix=fix)
+
+
+def _receiver(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The object whose ``state_dict()`` / ``parameters()`` ... a snapshot expression calls."""
+    while isinstance(value, cst.Call):
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
+            return func.value
+        if isinstance(func, cst.Attribute) and func.attr.value == "copy" and not value.args:
+            value = func.value
+        elif value.args:
+            value = value.args[0].value
+        else:
+            return None
+    return None
 
 
 def _owner(value: cst.BaseExpression) -> Optional[str]:
