@@ -52,6 +52,8 @@ CODES_OUT_OF_REACH = {
     "GL606": "a zero_grad() that wipes gradients no step used is also the correct code of a loop that "
              "reads per-micro-batch gradients or skips a step on purpose; telling them apart needs the "
              "accumulation condition, read from the source",
+    "GL608": "a misspelled constructor is a class definition, no torch call; at run time torch raises "
+             "later with its own message (an empty parameter list, a missing attribute), far from the def",
     "GL308": "torch itself raises at that line (requires_grad on an integer tensor), with its own message; "
              "no watcher yet (the mode would see requires_grad_ and the factories' requires_grad=True)",
 }

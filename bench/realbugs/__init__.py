@@ -52,6 +52,7 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "non-full-backward-hook": "GL705",
     "nonscalar-backward": "GL307",
     "int-requires-grad": "GL308",
+    "misnamed-init": "GL608",
     # no rule yet (bench/realbugs/README.md says why)
     "clip-scaled-grads": "GL605",
     "scaler-step-bypassed": None,
