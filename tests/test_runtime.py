@@ -52,6 +52,9 @@ CODES_OUT_OF_REACH = {
     "GL606": "a zero_grad() that wipes gradients no step used is also the correct code of a loop that "
              "reads per-micro-batch gradients or skips a step on purpose; telling them apart needs the "
              "accumulation condition, read from the source",
+    "GL607": "building an optimizer is no torch function call, and at step() a tensor that never gets a "
+             "gradient looks like a frozen parameter (skipped on purpose); static mode reads the factory call "
+             "written where the parameters belong, or the param group built and never given to the optimizer",
     "GL608": "a misspelled constructor is a class definition, no torch call; at run time torch raises "
              "later with its own message (an empty parameter list, a missing attribute), far from the def",
     "GL308": "torch itself raises at that line (requires_grad on an integer tensor), with its own message; "
@@ -163,6 +166,9 @@ NOT_YET: set = set()
 
 # Bad examples reported inside the example but not at its marked line, and why.
 ELSEWHERE = {
+    "GL604_optimizer_stale_params::bad_table_grown_by_method_after_grouped_optimizer":
+        "at `self.table = nn.Embedding(...)` in the method, where the registration hook sees the new layer; "
+        "static mode reports the call in the function that built the optimizer (the line to move)",
     "GL403_deepcopy_non_leaf::bad_deepcopy_module_holding_output":
         "at `model.cache = ...`, the statement that stored the graph tensor on the module (the line to "
         "change); the deepcopy that raises is the related location",

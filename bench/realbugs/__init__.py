@@ -41,6 +41,7 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "unregistered-submodule": "GL602",
     "module-in-forward": "GL603",
     "optimizer-stale-params": "GL604",
+    "optimizer-misses-params": "GL607",
     "function-mutates-grad-output": "GL701",
     "function-mutates-input": "GL702",
     "inference-tensor": "GL703",

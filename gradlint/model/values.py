@@ -60,7 +60,7 @@ class Value:
     __slots__ = (
         "kind", "rg", "leaf", "probable", "view_of_leaf", "id", "deps", "cuts", "src", "items",
         "params", "node", "is_param", "alias_of", "alias_kind", "act", "inplace", "fresh", "made",
-        "made_node", "certain", "dtype", "inference", "alts", "mdeps", "numel", "keys",
+        "made_node", "certain", "dtype", "inference", "alts", "mdeps", "numel", "keys", "owner",
     )
 
     def __init__(
@@ -136,6 +136,9 @@ class Value:
         # a join of several paths' values (see lattice.py): what it may be; the fields above
         # hold what it must be
         self.alts: "Tuple[Value, ...]" = ()
+        # a parameter taken out of ``m.parameters()``/``m.named_parameters()`` (a loop variable,
+        # a comprehension's element): the module ``m`` (None when unknown)
+        self.owner: "Optional[Value]" = None
 
     # convenience predicates --------------------------------------------------------------
     @property
@@ -219,6 +222,7 @@ def element_of(v: Value) -> Value:
     if v.kind in (PARAMS, NAMED_PARAMS):
         # the parameters of a module the code froze (requires_grad_(False)) do not require grad
         p = leaf_rg(is_param=True) if v.params is not False else Value(TENSOR, rg=False, leaf=True, is_param=True)
+        p.owner = v.alias_of if v.alias_of is not None and v.alias_of.kind == MODULE else None
         return p if v.kind == PARAMS else Value(TUPLE, items=(Value(SCALAR), p))
     if v.kind in (TUPLE, MODULE):
         from gradlint.model.containers import element_of as container_element  # (containers.py)
