@@ -116,6 +116,9 @@ OUT_OF_REACH = {
         "the same round trip; the runtime reports its consequence instead, GL305 at backward()",
     "GL201_numpy_on_graph_tensor::bad_round_trip_through_helpers":
         "the same round trip through helper functions: torch.from_numpy is invisible to the mode",
+    "GL201_numpy_on_graph_tensor::bad_rows_summed_in_numpy_rebuilt_with_legacy_constructor":
+        "the same round trip, through `.tolist()` numbers given to torch.FloatTensor: nothing links "
+        "the Python list to the graph",
     "GL401_state_dict_alias::bad_state_dict_snapshot":
         "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
         "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
@@ -196,6 +199,9 @@ ELSEWHERE = {
     "GL305_backward_without_graph::bad_variable_wraps_the_loss":
         "at the backward() that raises: Variable(t) detaches inside torch's Variable constructor, which "
         "the monitor does not see as a cut; static mode reports the Variable(...) line",
+    "GL305_backward_without_graph::bad_loss_on_stacked_argmax_indices":
+        "at the backward() that raises: argmax's indices carry no graph, which the monitor does not "
+        "record as a cut; static mode reports the statement that stacks the indices",
     "GL305_backward_without_graph::bad_attack_helper_called_from_no_grad_evaluation":
         "inside the helper, where the loss computed under the caller's no_grad is made; static mode "
         "reports the call made under no_grad (the line to change)",

@@ -10,6 +10,7 @@ import libcst as cst
 from gradlint.model import containers, torchapi as api
 from gradlint.model.env import Env
 from gradlint.model.names import dotted, grad_attribute, rebound_names
+from gradlint.model.instances import instance_record
 from gradlint.model.syntax import (
     const_bool, conversion_copies, dtype_conversion, kwarg, kwvalue, positional, retains,
 )
@@ -23,6 +24,8 @@ from gradlint.model.values import (
 # how many calls of this file's functions one file may walk with their arguments (each walk
 # costs about a walk of the callee's body); and how deep such calls may nest
 INLINE_BUDGET = 200
+# objects made of keyword arguments, each an attribute
+_NAMESPACES = frozenset({"types.SimpleNamespace"})
 INLINE_DEPTH = 3
 
 
@@ -77,6 +80,13 @@ class CallMixin:
         callee = self.value_of(func)
         if callee.kind == MODULE:
             return self._call_module(callee, arg_values, node)
+        if callee.kind == INSTANCE:
+            # `loss_compute(out, y)`: an instance of a class of the project runs its `__call__`
+            method = self.resolve_method(callee, "__call__")
+            if method is not None:
+                out = self._call_function(method, node, arg_values, callee, dotted(func))
+                if out is not None:
+                    return out
         if callee.kind == FUNCTION:
             is_method = id(callee.node) in self.method_class
             if is_method and receiver is None:
@@ -97,12 +107,10 @@ class CallMixin:
                     record = containers.record(self.classes[name], node, arg_values)
                     if record is not None:
                         return record  # a dataclass or NamedTuple: its fields are its elements
-                    out = Value(INSTANCE, node=name)
-                    self._construct_later_class(name, node, arg_values, out)
-                    return out
+                    return self._construct(name, node, arg_values, Value(INSTANCE, node=name))
                 return UNKNOWN_VALUE
             out = Value(MODULE, params=None, made="inference" if self.inference else None, made_node=node, node=name)
-            self._construct_later_class(name, node, arg_values, out)
+            self._construct(name, node, arg_values, out)
             return out
         if type(func) is cst.Name:
             name = func.value
@@ -116,6 +124,18 @@ class CallMixin:
             if name in ("float", "int") and arg_values and arg_values[0].kind == TENSOR:
                 v = arg_values[0]
                 return Value(SCALAR, src=v if v.rg else v.src, cuts=v.cuts)
+            if name == "sum" and callee.kind == UNKNOWN and arg_values and len(arg_values) <= 2 \
+                    and not any(a.star or (a.keyword is not None and a.keyword.value != "start") for a in node.args):
+                # the built-in sum: `sum(losses)` adds the elements (of a list, or a tensor's rows)
+                # to its start, as `+` does
+                xs = arg_values[0]
+                if xs.kind == TENSOR:
+                    return self._combine([xs] + arg_values[1:], node, op="add")
+                if xs.kind == TUPLE and xs.keys is None and not xs.params and xs.items \
+                        and all(i.kind == TENSOR for i in xs.items):
+                    # (a literal by its elements; else what every element agrees on)
+                    parts = list(xs.items) if xs.made is None else [containers.join(list(xs.items))]
+                    return self._combine(parts + arg_values[1:], node, op="add")
             if name == "enumerate" and arg_values:
                 return Value(TUPLE, items=(Value(SCALAR), element_of(arg_values[0])), params=True)
             if name == "zip" and arg_values:
@@ -150,15 +170,28 @@ class CallMixin:
             todo.extend(info.bases)
         return None
 
-    def _construct_later_class(self, name: Optional[str], call: cst.Call, args: List[Value], obj: Value) -> None:
-        """An instance of a class the walk has not reached yet: its ``__init__`` is walked here,
-        so that its attributes are known (``self.proj = nn.Linear(...)``)."""
-        if name is None or name in self.walked_classes:
-            return
+    def _construct(self, name: Optional[str], call: cst.Call, args: List[Value], obj: Value) -> Value:
+        """``Cls(...)`` of a class of the project: its ``__init__`` is walked here with the call's
+        arguments when the walk has not reached the class yet (its attributes become known:
+        ``self.proj = nn.Linear(...)``), or when an argument is something the model knows (the
+        body is checked with it, as a function's at its call). An instance (not a module) then
+        carries what this ``__init__`` bound on ``self`` (objects.instance_record)."""
+        if name is None:
+            return obj
         info = self.classes.get(name)
+        # (its own `__init__`: a base is known by its last name only, and `Fixed(dist.Categorical)`
+        # must not run the file's own `Categorical.__init__`)
         init = info.methods.get("__init__") if info is not None else None
-        if init is not None:
-            self._call_function(init, call, args, obj, None)
+        if init is None:
+            return obj
+        if name in self.walked_classes and not any(a.kind not in (UNKNOWN, CONST, SCALAR) for a in args):
+            return obj  # its walk at the definition saw as much
+        self.init_attrs = None
+        self._call_function(init, call, args, obj, None)
+        bound, self.init_attrs = self.init_attrs, None
+        if obj.kind != INSTANCE or bound is None:
+            return obj
+        return instance_record(self, name, obj, bound)
 
     def enter_class_of(self, fn: Any) -> bool:
         """Make the class of method ``fn`` the enclosing class (its attributes, its bases)."""
@@ -431,6 +464,9 @@ class CallMixin:
                 return Value(NDARRAY, src=next((s for s in srcs if s is not None), None),
                              cuts=union(a.cuts for a in args))
             return UNKNOWN_VALUE
+        if q in _NAMESPACES and node.args and all(a.keyword is not None and not a.star for a in node.args):
+            # `SimpleNamespace(lr=0.1, mask=m)`: an object whose attributes are its keywords
+            return Value(INSTANCE, node=q, keys=tuple(a.keyword.value for a in node.args), items=tuple(args))
         if q == "copy.deepcopy" and args:
             self._emit("deepcopy", (node, args[0], dotted(node.args[0].value)))
             a = args[0]
@@ -568,8 +604,8 @@ class CallMixin:
         if attr in ("item", "tolist"):
             if kind == TENSOR:
                 return Value(SCALAR, src=receiver if receiver.rg else receiver.src, cuts=receiver.cuts)
-            if kind == NDARRAY:
-                return Value(SCALAR, src=receiver.src, cuts=receiver.cuts)
+            if kind == NDARRAY:  # (numbers out of NumPy: a tensor made of them is a NumPy round trip)
+                return Value(SCALAR, src=receiver.src, cuts=receiver.cuts, made="numpy")
             return Value(SCALAR)
         if kind == TUPLE:
             out = self.container_method(receiver, attr, node, args)  # containers.py

@@ -15,7 +15,7 @@ from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
     NAMESPACE,
     CONST, CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value,
-    element_of, plain_tensor, union,
+    element_of, flatten, plain_tensor, union,
 )
 from gradlint.model.lattice import deps_of, ids_of, join_branch_values, tensor_view
 
@@ -279,12 +279,14 @@ class ExpressionMixin:
             if o.kind == SCALAR and o.src is not None:
                 # a number taken out of a graph tensor, folded back in as a constant
                 out.cuts = out.cuts | {Cut(node, "scalar", o.src, self.current_statement)}
+        # (the tensors of a list operand too: `torch.stack([a.argmax(0), b.argmax(0)])`)
+        operands = [t for o in [base] + others for t in (flatten(o) if o.kind == TUPLE and not o.params else (o,))]
         if out.rg is False and (self.grad_enabled is False or any(
                 o.kind == TENSOR and (o.rg or o.src is not None or o.made == "computed")
-                for o in [base] + others)):
+                for o in operands)):
             out.made = "computed"  # no graph recorded, though it was computed from graph values
             # where the graph was lost: an operand's own loss point, or here
-            out.made_node = next((o.made_node for o in [base] + others if o.kind == TENSOR
+            out.made_node = next((o.made_node for o in operands if o.kind == TENSOR
                                   and (o.made == "computed" or o.src is not None) and o.made_node is not None),
                                  self.grad_lost_site())
         return out

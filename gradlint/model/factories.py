@@ -11,7 +11,7 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.syntax import const_bool, dtype_of_expr, kwarg, positional
 from gradlint.model.values import (
-    NDARRAY, TENSOR, UNKNOWN, UNKNOWN_VALUE, Cut, Value, leaf_rg, plain_tensor, src_of, union,
+    NDARRAY, SCALAR, TENSOR, UNKNOWN, UNKNOWN_VALUE, Cut, Value, flatten, leaf_rg, plain_tensor, src_of, union,
 )
 
 
@@ -45,7 +45,13 @@ class FactoryMixin:
         if data is not None and data.kind == UNKNOWN:
             return UNKNOWN_VALUE  # may be a tensor (an alias with its graph)
         dtype = api.LEGACY_CONSTRUCTORS[q]
-        out = plain_tensor(cuts=union(a.cuts for a in args))
+        cuts = union(a.cuts for a in args)
+        src = src_of(data) if data is not None else None
+        if src is not None:
+            # `torch.FloatTensor(rows)` of numbers taken out of a graph tensor: a new tensor
+            # without its history, as `torch.tensor(rows)` makes
+            cuts = cuts | {Cut(node, _cut_kind(data), src, self.current_statement)}
+        out = plain_tensor(cuts=cuts)
         out.dtype = self.default_dtype if dtype == "default" else dtype
         return out
 
@@ -93,8 +99,7 @@ class FactoryMixin:
                 return plain_tensor(cuts=cuts, src=data) if flag is False else Value(TENSOR, rg=None, leaf=True, cuts=cuts)
             src = src_of(data)
             if src is not None:
-                kind = "numpy" if data.kind == NDARRAY else "scalar"
-                cuts = cuts | {Cut(node, kind, src, self.current_statement)}
+                cuts = cuts | {Cut(node, _cut_kind(data), src, self.current_statement)}
                 if flag is True:  # torch.tensor(loss.item(), requires_grad=True)
                     return leaf_rg(cuts=cuts, made="rewrap", made_node=node)
         if flag is True:
@@ -102,6 +107,14 @@ class FactoryMixin:
         if flag is False:
             return plain_tensor(cuts=cuts)
         return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
+
+
+def _cut_kind(data: Value) -> str:
+    """How data taken out of a graph came back: 'numpy' (an ndarray, or numbers its
+    ``.tolist()`` gave), else 'scalar' (``.item()``, a tensor's ``.tolist()``)."""
+    if data.kind == NDARRAY or any(v.kind == SCALAR and v.made == "numpy" for v in flatten(data)):
+        return "numpy"
+    return "scalar"
 
 
 def _float_literal(node: cst.BaseExpression) -> bool:

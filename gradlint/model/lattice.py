@@ -161,6 +161,16 @@ def join_values(values: List[Value]) -> Value:
 
             return Value(INSTANCE, node=first.node, keys=first.keys, made=first.made,
                          items=tuple(join([v.items[i] for v in values]) for i in range(len(first.items))))
+        if all(v.kind == INSTANCE and v.node == first.node and v.made is None for v in values):
+            # instances of one class carrying different attributes (objects.instance_record): the
+            # attributes all carry; the others are the class's
+            from gradlint.model.containers import join
+
+            common = [k for k in (first.keys or ()) if all(v.keys is not None and k in v.keys for v in values)]
+            if not common:
+                return Value(INSTANCE, node=first.node)
+            return Value(INSTANCE, node=first.node, keys=tuple(common),
+                         items=tuple(join([v.items[v.keys.index(k)] for v in values]) for k in common))
         return UNKNOWN_VALUE
     if all(v.kind == first.kind for v in values) and first.kind in _OBJECTS:
         same = all(v.node == first.node and v.params == first.params and v.numel == first.numel for v in values)

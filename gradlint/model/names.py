@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 # Top-level packages whose names the model understands.
-KNOWN_ROOTS = frozenset({"torch", "numpy", "copy"})
+KNOWN_ROOTS = frozenset({"torch", "numpy", "copy", "types"})
 
 
 def dotted(node: cst.BaseExpression) -> Optional[str]:

@@ -19,6 +19,10 @@ from gradlint.model.values import (
 
 # torch.nn layers whose backward reads their weight (for the gradient of their input)
 _SAVES_WEIGHT = frozenset("torch.nn." + n for n in "Linear Conv1d Conv2d Conv3d".split())
+# torch.nn layers with parameters whose output is one tensor differentiable in their tensor
+# inputs (not the recurrent layers or attention, which return tuples, nor embeddings of indices)
+_DIFFERENTIABLE_LAYERS = api.PARAM_MODULES - frozenset("torch.nn." + n for n in (
+    "LSTM", "GRU", "RNN", "LSTMCell", "MultiheadAttention", "Embedding", "EmbeddingBag"))
 # the attributes torch.nn's layers hold as parameters
 _PARAM_ATTRS = frozenset({"weight", "bias", "in_proj_weight", "in_proj_bias"})
 
@@ -228,7 +232,11 @@ class ObjectMixin:
                 if a.kind == TENSOR and a.inference:
                     self._emit("inference_saved", (node, a))  # the module saves its input
             deps = deps_of(a for a in args if a.kind == TENSOR and a.rg)
-            out = Value(TENSOR, rg=True, leaf=False, probable=True, cuts=cuts, **deps)
+            # a torch.nn layer differentiable in its inputs, given one that certainly requires
+            # grad: its output certainly is a non-leaf that requires grad, frozen or not
+            certain = module.node in _DIFFERENTIABLE_LAYERS and any(
+                a.kind == TENSOR and a.rg is True and not a.probable for a in args)
+            out = Value(TENSOR, rg=True, leaf=False, probable=not certain, cuts=cuts, **deps)
             if module.params is True and isinstance(module.node, str) and module.node.startswith("torch.nn."):
                 # a torch.nn layer's output is a new tensor: frozen or not, never a leaf with a .grad
                 out.made = "layer"
@@ -370,16 +378,22 @@ class ObjectMixin:
         # of the module, another instance): its result, with this call's graph
         key = (id(fn), self.grad_enabled, tuple(_shape(a) for a in args))
         seen = self.forward_memo.get(key)
-        if seen is not None:
+        binds = owner is not None and binds_own_attributes(fn, self.binds_cache)
+        if binds:
+            # `self.out = self.head(h)` in forward: what it binds is the caller's object's
+            # (`model.out` after `model(x)`): walked at each call, for this owner (no memo)
+            out = self._call_function(fn, node, args, module, owner)
+        elif seen is not None:
             like = self._like(seen, args) if self.grad_enabled is True else None
             if like is not None and like.kind == TENSOR:
                 # what that walk saved of the module's own tensors (a weight, a buffer), saved again
                 for kept, what in self.forward_saves.get(key, ()):
                     self.saved.setdefault(kept, []).append((like.id, what))
             return like
-        start, before = next_id(), {k: len(v) for k, v in self.saved.items()}
-        out = self._call_function(fn, node, args, module, None)
-        if out is not None:
+        else:
+            start, before = next_id(), {k: len(v) for k, v in self.saved.items()}
+            out = self._call_function(fn, node, args, module, None)
+        if out is not None and not binds:
             self.forward_memo[key] = out
             inputs = {a.id for a in args}
             params = {p.id for _, ps in self.layer_params.values() for p in ps.values()}

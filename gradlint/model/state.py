@@ -103,6 +103,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.inference = False
         # classes whose definition the walk has reached
         self.walked_classes: set = set()
+        # what the `__init__` walked at a construction bound on self, by attribute (calls._construct)
+        self.init_attrs: Optional[Dict[str, Value]] = None
         # in a function walked at a call made with grad off (no_grad, set_grad_enabled(False)):
         # the outermost such call, where the graph is lost for what the callee computes
         self.grad_off_site: Any = None
@@ -170,6 +172,7 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # (forward of a class of the file, grad mode, input shapes) -> what its walk returned
         self.forward_memo: Dict[Any, Value] = {}
         self.carried_cache: Dict[int, Any] = {}  # forward -> the attributes it carries (loops.carried_attributes)
+        self.binds_cache: Dict[int, bool] = {}  # method -> binds attributes of self (objects.binds_own_attributes)
         # the same key -> (id, what) of each tensor made before that walk that it saved for backward
         self.forward_saves: Dict[Any, List[Tuple[int, str]]] = {}
         # id of a tensor (not a parameter) -> events logged when its name was bound to something else

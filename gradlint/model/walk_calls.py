@@ -12,6 +12,7 @@ import libcst as cst
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
 from gradlint.model.names import DEFINITION_TYPES, call_facts, dotted, node_children
+from gradlint.model.instances import record_state
 from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
 from gradlint.model.values import CONST, INSTANCE, MODULE, UNKNOWN, Value, join_values
 
@@ -139,6 +140,7 @@ class CallWalker:
         if env is None:
             return None
         receiver_state(model.env, env, receiver, receiver_key, fn)
+        record_state(model, env, receiver, fn)
         model.inline_budget -= 1
         mode, assumed = self._function_grad_mode(fn)
         off_site = model.grad_off_site
@@ -188,6 +190,12 @@ class CallWalker:
         if cls is not None and cls.name.value not in model.walked_classes:
             # a method of a class further down the file: what it binds on self is known
             _harvest(fn, end, model.class_tables.setdefault(cls.name.value, {}))
+        if receiver is not None and fn.name.value == "__init__" and fn.params.params:
+            me = fn.params.params[0].name.value
+            if env.get(me) is receiver:  # what a construction's `__init__` bound on self (calls._construct)
+                n = len(me) + 1
+                model.init_attrs = {k[n:]: v for k, v in end.items()
+                                    if k.startswith(me + ".") and "." not in k[n:] and "[" not in k[n:]}
         # effects on the caller: attributes bound on the receiver, graphs freed
         if receiver is not None and receiver_key is not None and fn.params.params:
             me = fn.params.params[0].name.value + "."
