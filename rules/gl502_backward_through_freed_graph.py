@@ -1,8 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, List, Optional, Tuple
+
+import libcst as cst
 
 from gradlint.model.lattice import must_deps
+from gradlint.model.names import dotted, node_children
 from gradlint.rule import Rule, Severity
 
 
@@ -20,13 +23,22 @@ class BackwardThroughFreedGraph(Rule):
     Where it is reported: at the line to change, with the symptom as a related location. For
     two graphs sharing a part, at the `backward()` that frees it (detach the shared value where
     this loss uses it, or pass `retain_graph=True` here), with the later `backward()` that
-    raises and the statement that computed the shared part; for a graph built before a loop, at
+    raises and the statement that computed the shared part; when that `backward()` runs in a
+    function called once per loss (`scaler.backward(loss)`), at the first call. When the
+    optimizers stepped after the two `backward()` calls tell which loss needs the shared part
+    (the module that made it is updated by one of them only, as a GAN's generator), at the
+    statement where the other loss takes the shared value in (detach it there), whichever
+    `backward()` comes first. For a graph built before a loop, at
     the statement that builds it (compute it under `no_grad`, detach it, or compute it inside
     the loop), with the `backward()` in the loop; for a recurrent state, at its first use in the
     loop (detach it there).
 
     After an `if`/`else`, `a if c else b`, `try`/`except` or a loop, only what a loss depends
     on on every path counts: a part of the graph that one path only computes is not reported.
+    A graph made in a loop body and freed there stays freed after the loop (it does not exist
+    where the loop did not run), unless the body has a `break` or `continue`.
+    A `retain_graph=flag` whose `flag` is a parameter the call leaves at its literal default
+    (`def backward(self, loss, retain_graph=False)`) or passes a literal is that literal.
 
     ## Why is this bad
     `backward()` frees the tensors the graph saved. Going through that part again raises
@@ -62,6 +74,12 @@ class BackwardThroughFreedGraph(Rule):
     message = "{what}: torch raises RuntimeError (Trying to backward through the graph a second time)"
     hint = "detach what the second loss should not go through, sum the losses, or pass retain_graph=True to the first backward()"
 
+    def __init__(self, model: Any, sink: Any) -> None:
+        super().__init__(model, sink)
+        # findings whose line to change depends on the optimizer step() after the later
+        # backward() (see _place): judged at the end of the file
+        self._pending: List[Tuple[Any, ...]] = []
+
     def on_backward(self, node: Any, value: Any) -> None:
         model = self.model
         if value.kind != "tensor" or model.expecting_error or model.repeat:
@@ -69,18 +87,76 @@ class BackwardThroughFreedGraph(Rule):
         freed_ids = model.freed_ids()
         # what the value depends on on every path (a join's must view): an error on every path
         freed = sorted(d for d in must_deps(value) if d in freed_ids)
-        if freed:
-            by = model.freed_by.get(freed[0])
-            related = [(node, "the later backward() that goes through the freed part again: torch raises here")]
-            made = model.saver_stmt.get(freed[0])
-            if made is not None:
-                related.append((made, "the part both graphs share is computed here"))
-            if by is None:
-                self.report(node, what="backward() through a part of the graph that an earlier backward() already freed")
-                return
-            self.report(by[0], context=(by[1], ()), related=related,
-                        what="this backward() frees a part of the graph that a later backward() goes through again")
+        if not freed:
             return
+        by = model.freed_by.get(freed[0])
+        if by is None:
+            self.report(node, what="backward() through a part of the graph that an earlier backward() already freed")
+            return
+        later = (*model.call_statements, model.current_statement)
+        first = model.freed_chain.get(freed[0], (by[1],))
+        if first[:-1] == later[:-1]:
+            # both backward() calls in one frame: which loss should leave the shared part
+            # depends on the optimizers stepped after each (known at the end of the file)
+            self._pending.append((node, value, freed[0], by, len(later) - 1, len(model.events) - 1, model.here()))
+            return
+        self._report(node, freed[0], by, first, later)
+
+    def on_finish(self) -> None:
+        for node, value, shared, by, level, seq, here in self._pending:
+            self._place(node, value, shared, by, level, seq, here)
+
+    def _report(self, node: Any, shared: int, by: Tuple[Any, Any], first: Tuple[Any, ...],
+                later: Tuple[Any, ...], here: Optional[Tuple[Any, ...]] = None) -> None:
+        """At the backward() that frees the shared part; when it runs in a function called from
+        the frame of the later backward() (a helper that back-propagates the loss it is given),
+        at that call, where retain_graph can be passed."""
+        related = [(node, "the later backward() that goes through the freed part again: torch raises here")]
+        made = self.model.saver_stmt.get(shared)
+        if made is not None:
+            related.append((made, "the part both graphs share is computed here"))
+        common = 0
+        while common < min(len(first), len(later)) - 1 and first[common] is later[common]:
+            common += 1
+        at, stmt = by
+        if len(first) > common + 1:
+            stmt = at = first[common]
+            related.append((by[0], "the backward() in the called function"))
+        # (judged at the end of the file: where the later backward() was, as the walk knew it then)
+        context = (stmt, ()) if here is None else (stmt, (), False, here[3], here[4])
+        self.report(at, context=context, related=related,
+                    what="this backward() frees a part of the graph that a later backward() goes through again")
+
+    def _place(self, node: Any, value: Any, shared: int, by: Tuple[Any, Any], level: int, seq: int,
+               here: Tuple[Any, ...]) -> None:
+        """Two losses share a part made by a module (a GAN's generated batch): when the optimizer
+        stepped after one of the backward() calls updates that module and the one stepped after
+        the other does not, the other loss needs none of the shared graph: the line to change is
+        where that loss takes the shared value in (detach it there)."""
+        model = self.model
+        events = model.events
+        first_seq = next((e.seq for e in events if e.kind == "backward" and e.node is by[0]), None)
+        chain = model.saver_chain.get(shared, ())
+        made = chain[level] if len(chain) > level else None
+        owners = [_stepped_after(events, first_seq), _stepped_after(events, seq)]
+        makes = [None if o is None or made is None else _calls_module(made, o) for o in owners]
+        loss = None
+        if makes[0] is True and makes[1] is False:
+            loss, other = value, (events[first_seq].value if first_seq is not None else None)
+        elif makes[1] is True and makes[0] is False and first_seq is not None:
+            loss, other = events[first_seq].value, value
+        at = _consumer(model, loss, other, shared, level) if loss is not None and other is not None else None
+        if at is None:
+            self._report(node, shared, by, (by[1],), (here[0],), here)
+            return
+        related = [(node, "the later backward() that goes through the freed part again: torch raises here"),
+                   (by[0], "the earlier backward() that frees it")]
+        if made is not None:
+            related.append((made, "the shared part is computed here, by a module only the other loss's optimizer updates"))
+        self.report(at, context=(at, (), False, here[3], here[4]), related=related,
+                    what="this loss takes in a part of the graph that another loss's backward() also goes through, "
+                    "made by a module that only the other loss's optimizer updates (the first of the two backward() "
+                    "calls frees it): detach it here")
 
     def on_graph_before_loop(self, node: Any, value: Any) -> None:
         """A backward() in a loop (without retain_graph) of a value that depends on a graph built
@@ -120,7 +196,39 @@ class BackwardThroughFreedGraph(Rule):
         )
 
 
-def _retains(node: Any) -> bool:
-    from gradlint.model.syntax import retains
+def _stepped_after(events: List[Any], seq: Any) -> Optional[str]:
+    """The module (key) of the optimizer whose step() follows the backward() event ``seq``
+    before any other backward() (None: none, or one over parameters the model cannot name)."""
+    if seq is None:
+        return None
+    for e in events[seq + 1:]:
+        if e.kind == "backward":
+            return None
+        if e.kind == "step":
+            return e.module
+    return None
 
-    return hasattr(node, "args") and retains(node)
+
+def _calls_module(stmt: Any, key: str) -> bool:
+    """Does ``stmt`` call the module ``key`` or one of its parts (``netG(z)``, ``model.enc(x)``)?"""
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Call:
+            name = dotted(n.func)
+            if name is not None and (name == key or name.startswith(key + ".")):
+                return True
+        stack.extend(node_children(n))
+    return False
+
+
+def _consumer(model: Any, loss: Any, other: Any, shared: int, level: int) -> Any:
+    """The statement (in the frame ``level``) where ``loss`` first takes in the shared part: the
+    earliest op of its graph, not of ``other``'s, computed from it."""
+    if getattr(loss, "kind", None) != "tensor" or getattr(other, "kind", None) != "tensor":
+        return None
+    for s in sorted(loss.deps - other.deps):
+        if s != shared and s in model.savers and shared in model.saver_deps.get(s, ()):
+            chain = model.saver_chain.get(s, ())
+            return chain[level] if len(chain) > level else None
+    return None

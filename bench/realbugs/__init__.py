@@ -37,6 +37,7 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "deepcopy-non-leaf": "GL403",
     "graph-kept-alive": "GL501",
     "backward-twice": "GL502",
+    "optimizer-step-before-backward": "GL503",
     "missing-zero-grad": "GL601",
     "unregistered-submodule": "GL602",
     "module-in-forward": "GL603",

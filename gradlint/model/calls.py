@@ -3,7 +3,7 @@ functions, lambdas and methods of this file (inlined with the call's arguments).
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
@@ -12,7 +12,7 @@ from gradlint.model.env import Env
 from gradlint.model.names import dotted, grad_attribute, rebound_names
 from gradlint.model.instances import instance_record
 from gradlint.model.syntax import (
-    const_bool, conversion_copies, dtype_conversion, kwarg, kwvalue, positional, retains,
+    const_bool, conversion_copies, dtype_conversion, kwarg, kwvalue, literal_arguments, positional,
 )
 from gradlint.model.values import (
     NAMESPACE,
@@ -227,7 +227,7 @@ class CallMixin:
         """A one-expression body is evaluated with the call's arguments; a longer one is walked
         with them (rules see its statements with these values), with its effects on the
         receiver applied here."""
-        out = self._inline(fn, call, args, receiver)
+        out = self._inline(fn, call, args, receiver, receiver_key)
         if out is not None:
             return out
         if self.walk_callee is None or not type(fn) is cst.FunctionDef:
@@ -303,7 +303,8 @@ class CallMixin:
             if k[:cut] not in rebound:
                 self.bind_key(caller + k[cut:], v)
 
-    def _inline(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value] = None) -> Optional[Value]:
+    def _inline(self, fn: Any, call: cst.Call, args: List[Value], receiver: Optional[Value] = None,
+                receiver_key: Optional[str] = None) -> Optional[Value]:
         """A one-expression helper of this module (``def to_np(t): return t.detach().numpy()``)
         or a lambda, evaluated with this call's arguments, so values and graph cuts flow through it."""
         if self._inlining:
@@ -323,15 +324,22 @@ class CallMixin:
             ret_value = ret.value
         else:
             return None
-        env = self.call_env(fn, call, args, receiver)
+        keys: Dict[str, Optional[str]] = {}
+        env = self.call_env(fn, call, args, receiver, keys)
         if env is None:
             return None
         saved_env, saved_memo, saved_kind = self.env, self._memo, self.scope_kind
         self.env, self._memo, self.scope_kind, self._inlining = env, {}, "function", True
         pushed = self.enter_class_of(fn)
+        self.frame_keys.append((True, self.frame_names(fn, keys, receiver, receiver_key)))
+        bound = receiver is not None and type(fn) is cst.FunctionDef and not any(
+            (dotted(d.decorator) or "").endswith("staticmethod") for d in fn.decorators)
+        self.inline_literals.append((fn, literal_arguments(fn, call, bound)))
         try:
             out = self.value_of(ret_value)
         finally:
+            self.inline_literals.pop()
+            self.frame_keys.pop()
             self.env, self._memo, self.scope_kind, self._inlining = saved_env, saved_memo, saved_kind, False
             self.leave_class_of(pushed)
         before = union(a.cuts for a in args)
@@ -401,7 +409,7 @@ class CallMixin:
             return Value(TENSOR, rg=None, leaf=True, cuts=cuts)
         if q in api.BACKWARD_FUNCS:
             if args:
-                self.backward_on(node, args[0], dotted(node.args[0].value), retain=retains(node),
+                self.backward_on(node, args[0], dotted(node.args[0].value), retain=self.retains(node),
                                  inputs=_inputs(node, args, 1 if q == "torch.autograd.grad" else None))
             self._escape(args[1:])  # autograd.grad(loss, inputs): gradients of these are wanted
             return UNKNOWN_VALUE
@@ -505,7 +513,7 @@ class CallMixin:
                 key = dotted(node.args[0].value)
             elif attr == "manual_backward":
                 return UNKNOWN_VALUE
-            self.backward_on(node, receiver, key, retain=retains(node), inputs=_inputs(node, args, None))
+            self.backward_on(node, receiver, key, retain=self.retains(node), inputs=_inputs(node, args, None))
             return UNKNOWN_VALUE
         if attr in ("step", "zero_grad"):
             self._train_call(receiver, attr, node)

@@ -9,9 +9,9 @@ import libcst as cst
 
 from gradlint.model.env import FREED
 from gradlint.model.lattice import ids_of, must_deps
-from gradlint.model.names import dotted, reads_grad_of
+from gradlint.model.names import dotted, reads_grad_of, rebound_names
 from gradlint.model.syntax import const_bool, kwvalue
-from gradlint.model.values import OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value, flatten, join_values
+from gradlint.model.values import INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value, flatten, join_values
 
 
 class Event:
@@ -20,7 +20,7 @@ class Event:
     'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
 
     __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function", "exits", "value", "starts",
-                 "root", "once", "conds")
+                 "root", "once", "conds", "module")
 
     def __init__(self, seq: int, kind: str, key: Optional[str], node: Any, loops: Tuple[Any, ...],
                  statement: Any, function: Any) -> None:
@@ -40,6 +40,9 @@ class Event:
         # and ``Branch`` markers (``model.branches``: else, except, case, the code after an
         # early exit)
         self.conds: Tuple[Any, ...] = ()
+        # a 'step' of an optimizer made over ``m.parameters()``: ``m``'s key, while that name
+        # still holds the very module the optimizer was given (else None)
+        self.module: Optional[str] = None
 
 
 class Branch:
@@ -146,8 +149,29 @@ class EventMixin:
         last = (key or "").rsplit(".", 1)[-1].lower()
         if receiver.kind == OPTIMIZER or (receiver.kind == UNKNOWN and "opt" in last and "sched" not in last):
             self.log("step", key, node, receiver)
+            owner = receiver.node if receiver.kind == OPTIMIZER else None
+            params = receiver.items[0] if len(receiver.items) == 1 else None
+            if (self.events and self.events[-1].node is node and isinstance(owner, str) and params is not None
+                    and params.alias_of is not None and self._module_at(owner) is params.alias_of):
+                self.events[-1].module = owner
         elif receiver.kind == UNKNOWN and "scaler" in last and node.args:
             self.log("step", dotted(node.args[0].value), node)  # GradScaler.step(optimizer)
+
+    def _module_at(self, key: str) -> Optional[Value]:
+        """The module a dotted key names now (``gen``, ``self.nets.gen``), without reading it."""
+        parts = key.split(".")
+        v = self.env.get(parts[0])
+        for i in range(1, len(parts)):
+            if v is None:
+                return None
+            sub = ".".join(parts[:i + 1])
+            if sub in self.env:
+                v = self.env[sub]
+            elif v.kind in (MODULE, INSTANCE):
+                v = self.module_attribute(v, parts[i], sub)
+            else:
+                return None
+        return v
 
     def manual_update(self, written: cst.BaseExpression, update: cst.CSTNode, node: Any) -> None:
         """An in-place write to a leaf that requires grad (or its ``.data``) computed from its own
@@ -164,9 +188,44 @@ class EventMixin:
         if leaf.kind == TENSOR and leaf.rg is True and leaf.leaf is True:
             self.log("manual_step", key, node, leaf)
 
+    def retains(self, call: Any) -> bool:
+        """Does this backward()/autograd.grad call keep the graph? Anything but a literal False
+        (or None: torch then follows create_graph, checked too) may keep it; a name is resolved
+        where it is a parameter of the function walked at this call that the call gives a
+        literal (``retain_graph=retain_graph`` in ``def backward(self, loss, retain_graph=False)``,
+        called without it) and that the function does not rebind."""
+        for name in ("retain_graph", "create_graph"):
+            v = kwvalue(call, name)
+            if v is None:
+                continue
+            lit = self.parameter_literal(v)
+            if lit is not None:
+                v = cst.Name(lit)
+            if type(v) is cst.Name and v.value in ("False", "None"):
+                continue
+            return True
+        return False
+
+    def parameter_literal(self, node: Any) -> Optional[str]:
+        """'True', 'False' or 'None' when ``node`` is a parameter of the function walked at this
+        call that the call gives that literal (passed, or left at its default) and that the
+        function does not rebind; else None."""
+        if type(node) is not cst.Name or node.value in ("True", "False", "None") or not self.inline_literals:
+            return None
+        fn, literals = self.inline_literals[-1]
+        lit = literals.get(node.value)
+        if lit is None:
+            return None
+        rebound = self._rebound.get(id(fn))
+        if rebound is None:
+            rebound = self._rebound[id(fn)] = rebound_names(fn.body)
+        return None if node.value in rebound else lit
+
     def add_saver(self, value: Value) -> None:
         """``value`` is the output of an op whose backward reads saved tensors (made here)."""
         self.savers.add(value.id)
+        self.saver_deps[value.id] = value.deps
+        self.saver_seq[value.id] = len(self.events)
         self.saver_stmt[value.id] = self.current_statement
         self.saver_chain[value.id] = (*self.call_statements, self.current_statement)
 
@@ -205,14 +264,19 @@ class EventMixin:
             deps = must_deps(v)
             run = deps - below if below else deps
             if (loop is not None and not retain and not self.repeat and not self.expecting_error
-                    and v.kind == TENSOR and any(d < loop.start_id and d in self.savers for d in run)):
-                loop.before.append((node, v, key))  # judged when the loop's walk ends
+                    and v.kind == TENSOR and any(d < loop.start_id and d in self.savers for d in run)
+                    and not run & self.freed_ids()):
+                # judged when the loop's walk ends (unless an earlier backward() freed the part:
+                # then the first iteration fails already, a finding of its own)
+                loop.before.append((node, v, key))
             if not retain:
                 for loop in self.loops:
                     loop.freed |= run
                 new = {d for d in run if d in self.savers}
                 for d in new:
-                    self.freed_by.setdefault(d, (node, self.current_statement))
+                    if d not in self.freed_by:
+                        self.freed_by[d] = (node, self.current_statement)
+                        self.freed_chain[d] = (*self.call_statements, self.current_statement)
                 if new:
                     freed = self.freed_ids() | new
                     self.env[FREED] = Value(TUPLE, items=tuple(sorted(freed)))  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from gradlint.model.lattice import must_deps
+from gradlint.model.lattice import FREED, must_deps
 from gradlint.model.names import dotted, node_children, reads_key
 from gradlint.model.values import TENSOR, next_id
 
@@ -115,6 +115,35 @@ def _reads_only_cut(stmt: Any, key: str) -> bool:
             continue
         stack.extend(node_children(n))
     return reads > 0 and reads == cut
+
+
+def loop_freed(body_ends: List[Dict[str, Any]], born: int) -> set:
+    """The graphs made in a loop's body (ids from ``born`` on) that a backward() in it freed at
+    the end of every walked pass (``body_ends``): after the loop they are freed wherever they
+    exist (on the path where the body did not run, nothing made in it does)."""
+    common: Optional[set] = None
+    for env in body_ends:
+        f = env.get(FREED)
+        got = {d for d in f.items if d >= born} if f is not None else set()  # type: ignore[union-attr]
+        common = got if common is None else common & got
+    return common or set()
+
+
+def leaves_early(body: Any) -> bool:
+    """Does a ``break`` or ``continue`` of this loop occur in ``body``? The walk follows the
+    body to its end only: a pass that leaves early may skip what the rest of the body does."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Break, cst.Continue)):
+            return True
+        if isinstance(n, (cst.For, cst.While)):
+            stack.extend(node_children(n.orelse) if n.orelse is not None else ())
+            continue  # (its own break/continue leave it, not this loop)
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(node_children(n))
+    return False
 
 
 def carried_attributes(fn: Any, cache: Dict[int, Tuple[str, ...]]) -> Tuple[str, ...]:

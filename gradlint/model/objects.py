@@ -241,6 +241,7 @@ class ObjectMixin:
                 # a torch.nn layer's output is a new tensor: frozen or not, never a leaf with a .grad
                 out.made = "layer"
             self.add_saver(out)  # e.g. Linear saves its input to compute the weight's grad
+            self.record_saved_weights(module, args, out, node)
             if module.node in _SAVES_WEIGHT and any(a.kind == TENSOR and a.rg is True for a in args):
                 # a Linear/Conv layer saves its weight to compute its input's gradient
                 name = module.node.rsplit(".", 1)[-1]
@@ -382,7 +383,11 @@ class ObjectMixin:
         if binds:
             # `self.out = self.head(h)` in forward: what it binds is the caller's object's
             # (`model.out` after `model(x)`): walked at each call, for this owner (no memo)
-            out = self._call_function(fn, node, args, module, owner)
+            self.pending_owner = owner
+            try:
+                out = self._call_function(fn, node, args, module, owner)
+            finally:
+                self.pending_owner = None
         elif seen is not None:
             like = self._like(seen, args) if self.grad_enabled is True else None
             if like is not None and like.kind == TENSOR:
@@ -392,7 +397,11 @@ class ObjectMixin:
             return like
         else:
             start, before = next_id(), {k: len(v) for k, v in self.saved.items()}
-            out = self._call_function(fn, node, args, module, None)
+            self.pending_owner = owner  # (the name `self` has in the caller: weights.py)
+            try:
+                out = self._call_function(fn, node, args, module, None)
+            finally:
+                self.pending_owner = None
         if out is not None and not binds:
             self.forward_memo[key] = out
             inputs = {a.id for a in args}

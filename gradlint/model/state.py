@@ -26,6 +26,7 @@ from gradlint.model.calls import INLINE_BUDGET, CallMixin
 from gradlint.model.containers import ContainerMixin
 from gradlint.model.env import FREED, Env, EnvMixin  # noqa: F401 (re-exported)
 from gradlint.model.events import Event, EventMixin  # noqa: F401
+from gradlint.model.weights import WeightMixin
 from gradlint.model.dtypes import DtypeMixin
 from gradlint.model.expressions import ExpressionMixin
 from gradlint.model.factories import FactoryMixin
@@ -39,7 +40,7 @@ from gradlint.model.values import UNKNOWN_VALUE, Value, element_of  # noqa: F401
 
 
 class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, DtypeMixin, ObjectMixin,
-            LoopMixin, EventMixin, ImportMixin, ShapeMixin, ContainerMixin):
+            LoopMixin, EventMixin, ImportMixin, ShapeMixin, ContainerMixin, WeightMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
         self.env: Env = {}
@@ -96,6 +97,14 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # the walked functions, then the statement itself): a rule reports in the frame it needs
         self.saver_chain: Dict[int, Tuple[Any, ...]] = {}
         self.freed_by: Dict[int, Tuple[Any, Any]] = {}
+        # freed saver id -> the statements of the frames the freeing backward() ran under (as
+        # saver_chain); saver id -> what the saver depends on (to find where a loss consumes a part)
+        self.freed_chain: Dict[int, Tuple[Any, ...]] = {}
+        self.saver_deps: Dict[int, Any] = {}
+        self.saver_seq: Dict[int, int] = {}  # saver id -> how many training events came before it
+        # op output id -> the trainable layer weights it saved, each with its layer's key per
+        # frame (weights.py)
+        self.weight_saves: Dict[int, List[Tuple[Any, Dict[int, str]]]] = {}
         # keys (names) on which backward() was called
         self.backwarded_keys: set = set()
         self.backwarded_in: set = set()  # (walk root, key): where, for a local name
@@ -122,6 +131,13 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # walker's entry for doing so, and how many such walks this file may still make
         self.inline_stack: List[Any] = []
         self.call_statements: List[Any] = []  # the call site of each walked function, outermost first
+        # per walked or inlined call: (the function, parameter -> the literal True/False/None the
+        # call passes to it or leaves it at: syntax.literal_arguments)
+        self.inline_literals: List[Tuple[Any, Dict[str, str]]] = []
+        # per walked call: parameter (and the receiver's name) -> the caller's key for it
+        # (True for a one-expression function evaluated in the caller's frame)
+        self.frame_keys: List[Tuple[bool, Dict[str, Optional[str]]]] = []
+        self.pending_owner: Optional[str] = None  # a module's forward about to run: its caller's key
         self._rebound: Dict[int, set] = {}  # id of a function walked at a call -> the names it rebinds
         self.once_depth = 0  # inside loops whose body runs on an enclosing loop's first pass only
         self.walk_callee: Optional[Callable[..., Optional[Value]]] = None

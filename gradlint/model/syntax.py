@@ -3,7 +3,7 @@ operator names, index forms."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
@@ -40,16 +40,6 @@ AUG_NAMES = {
     cst.BitAndAssign: "&=", cst.BitOrAssign: "|=", cst.BitXorAssign: "^=",
     cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
 }
-
-
-def retains(call: cst.Call) -> bool:
-    """backward(retain_graph=...)/autograd.grad(create_graph=...): anything but a literal False
-    may keep the graph."""
-    for name in ("retain_graph", "create_graph"):
-        v = kwvalue(call, name)
-        if v is not None and const_bool(v) is not False:
-            return True
-    return False
 
 
 def kwvalue(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
@@ -133,3 +123,36 @@ def conversion_copies(attr: str, node: cst.Call, dtype: Optional[str] = "float32
         else:
             verdict = False
     return verdict
+
+
+_LITERALS = frozenset({"True", "False", "None"})
+
+
+def literal_arguments(fn: Any, call: cst.Call, bound_receiver: bool) -> Dict[str, str]:
+    """The parameters of ``fn`` that this call gives a literal ``True``/``False``/``None``: passed
+    so, or left out with such a default (``def backward(self, loss, retain_graph=False)`` called
+    as ``opt.backward(loss)``). Empty when the call's form is beyond a plain binding (``*args``,
+    ``**kw``)."""
+    params = fn.params
+    positional = list(getattr(params, "posonly_params", ())) + list(params.params)
+    if bound_receiver:
+        positional = positional[1:]
+    by_name = {p.name.value: p for p in positional + list(params.kwonly_params)}
+    passed: Dict[str, Any] = {}
+    i = 0
+    for a in call.args:
+        if a.star:
+            return {}
+        if a.keyword is None:
+            if i >= len(positional):
+                return {}
+            passed[positional[i].name.value] = a.value
+            i += 1
+        elif a.keyword.value in by_name:
+            passed[a.keyword.value] = a.value
+    out: Dict[str, str] = {}
+    for name, p in by_name.items():
+        v = passed[name] if name in passed else p.default
+        if type(v) is cst.Name and v.value in _LITERALS:
+            out[name] = v.value
+    return out

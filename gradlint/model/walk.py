@@ -22,7 +22,10 @@ from gradlint.model.state import Model, element_of
 from gradlint.model.walk_calls import CallWalker
 from gradlint.model.syntax import const_bool
 from gradlint.model.lattice import alternatives
-from gradlint.model.values import CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, UNKNOWN_VALUE, Value, join_values
+from gradlint.model.loops import leaves_early, loop_freed
+from gradlint.model.values import (
+    CLASS, CONST, FUNCTION, INSTANCE, MODULE, TENSOR, TUPLE, UNKNOWN_VALUE, Value, join_values, next_id,
+)
 
 
 # Decorators known not to change grad mode.
@@ -414,6 +417,8 @@ class Walker(CallWalker):
 
     def _if(self, node: cst.If) -> None:
         model = self.model
+        if node.orelse is None and model.parameter_literal(node.test) in ("False", "None"):
+            return  # `if no_dec:` in a function this call gives `no_dec=False`: the body does not run
         self.walk(node.test)
         model.value_of(node.test)
         before = model.snapshot()
@@ -490,6 +495,7 @@ class Walker(CallWalker):
         model = self.model
         before = model.snapshot()
         outer = outer if outer is not None else set(before)
+        born = next_id()  # values with this id or a larger one are made in the loop
         model.enter_loop(node, outer)
         try:
             self._block(body)
@@ -524,6 +530,12 @@ class Walker(CallWalker):
             # (else a NameError), so it holds what the last iteration left
             if k not in joined and k != FREED and all(k in e for e in ends[1:]):
                 joined[k] = join_values([e[k] for e in ends[1:]])
+        # likewise a graph made in the body and freed by a backward() in it on every pass: on the
+        # path where the loop did not run it does not exist, so it is freed wherever it exists
+        made_freed = loop_freed(ends[1:], born) if not leaves_early(body) else set()
+        if made_freed:
+            kept = set(joined[FREED].items) if FREED in joined else set()  # type: ignore[arg-type]
+            joined[FREED] = Value(TUPLE, items=tuple(sorted(kept | made_freed)))  # type: ignore[arg-type]
         model.restore(joined)
         if orelse is not None:
             self._block(orelse.body)

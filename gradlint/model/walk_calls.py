@@ -14,6 +14,7 @@ from gradlint.model.env import FREED
 from gradlint.model.names import DEFINITION_TYPES, call_facts, dotted, node_children
 from gradlint.model.instances import record_state
 from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
+from gradlint.model.syntax import literal_arguments
 from gradlint.model.values import CONST, INSTANCE, MODULE, UNKNOWN, Value, join_values
 
 # the walks one summary of another module's function may make (calls inside it)
@@ -165,6 +166,8 @@ class CallWalker:
         model.scope_kind = "function"
         model.grad_enabled, model.grad_assumed = mode, assumed
         model.call_statements.append(model.current_statement)
+        model.inline_literals.append((fn, literal_arguments(fn, call, receiver is not None and not _static(fn))))
+        model.frame_keys.append((False, model.frame_names(fn, keys, receiver, receiver_key)))
         model.inline_stack.append(fn)
         model.function_stack.append(fn)
         model.returns.append([])
@@ -183,6 +186,8 @@ class CallWalker:
             returned = model.returns.pop()
             model.function_stack.pop()
             model.inline_stack.pop()
+            model.inline_literals.pop()
+            model.frame_keys.pop()
             model.call_statements.pop()
             (model.env, model._memo, model.scope_kind, model.grad_enabled, model.grad_assumed,
              model.current_statement, model.loop_depth, model._dotted_keys, model.grad_off_site) = saved
@@ -382,6 +387,10 @@ def _frozen_by_call(model: Any, new: List[str], keys: Dict[str, Optional[str]]) 
         caller = keys.get(f[:cut])
         if caller is not None:
             model.freeze(caller + f[cut:])
+
+
+def _static(fn: cst.FunctionDef) -> bool:
+    return any((dotted(d.decorator) or "").rsplit(".", 1)[-1] == "staticmethod" for d in fn.decorators)
 
 
 def _is_generator(fn: cst.FunctionDef) -> bool:
