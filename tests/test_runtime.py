@@ -96,6 +96,12 @@ OUT_OF_REACH = {
         "the same: a clip of GradScaler-scaled gradients is not followed at run time yet",
     "GL501_graph_kept_alive::bad_validation_step_of_a_plain_class_keeps_the_graph":
         "no backward() runs: the runtime compares what is kept across back-propagated steps",
+    "GL601_missing_zero_grad::bad_perturbation_grad_accumulates_model_cleared":
+        "the perturbation is updated through `noise.data = ...`, a write the monitor does not see (it follows "
+        "hand-written steps through `.sub_()`); static mode follows the update from the perturbation's .grad",
+    "GL601_missing_zero_grad::bad_patch_attack_clears_only_the_network":
+        "the patch is updated by item assignment under no_grad (`self.noise[:] = ...`), a write the monitor "
+        "does not follow as a hand-written step (only `.sub_()`); static mode follows it",
     "GL601_missing_zero_grad::bad_master_params_model_grads_never_cleared":
         "the stepped parameter's .grad is a new tensor at every step (a copy of the model's growing "
         "gradient): the monitor compares the .grad tensors a step consumes, and the growth happens in "
@@ -172,6 +178,17 @@ ELSEWHERE = {
     "GL604_optimizer_stale_params::bad_table_grown_by_method_after_grouped_optimizer":
         "at `self.table = nn.Embedding(...)` in the method, where the registration hook sees the new layer; "
         "static mode reports the call in the function that built the optimizer (the line to move)",
+    "GL403_deepcopy_non_leaf::bad_module_method_keeps_activation_then_snapshot":
+        "at the deepcopy that raises; static mode reports `self.activation = feats` in the module's own method, "
+        "the store to change (the deepcopy is its related location)",
+    "GL403_deepcopy_non_leaf::bad_ema_wrapper_made_after_a_forward_that_kept_an_activation":
+        "at the deepcopy inside the wrapper's __init__; static mode reports `self.activation = feats`, the store "
+        "to change (the wrapper's construction and its deepcopy are related locations)",
+    "GL403_deepcopy_non_leaf::bad_legacy_weight_norm_layers_copied_for_a_teacher":
+        "at the deepcopy that raises; static mode reports the legacy `weight_norm(...)` call that left the "
+        "computed weight on the layer (the line to change; the deepcopy is its related location)",
+    "GL403_deepcopy_non_leaf::bad_legacy_weight_norm_model_copied_for_ema":
+        "the same: at the deepcopy; static mode reports the legacy `weight_norm(...)` call in `__init__`",
     "GL403_deepcopy_non_leaf::bad_deepcopy_module_holding_output":
         "at `model.cache = ...`, the statement that stored the graph tensor on the module (the line to "
         "change); the deepcopy that raises is the related location",
@@ -184,6 +201,9 @@ ELSEWHERE = {
     "GL502_backward_through_freed_graph::bad_trainer_features_built_in_build":
         "at the backward() in fit() that goes through the freed graph; the runtime does not tie the graph "
         "to `self.feats = ...` in build(), another method (the static level reports there)",
+    "GL601_missing_zero_grad::bad_train_step_helper_backward_never_cleared":
+        "at the backward() inside forward_backward(), where the gradients grow; static mode reports the "
+        "helper's call in train_step(), next to the step, where the clear belongs",
     "GL601_missing_zero_grad::bad_manual_update_without_clearing_grad":
         "the runtime reports the hand-written update that uses the accumulated .grad (the symptom); "
         "static mode reports the backward() before which the gradient must be cleared",

@@ -435,6 +435,20 @@ class CallMixin:
             inplace = const_bool(kwvalue(node, "inplace")) is True
             return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace,
                          node=q.rsplit(".", 1)[-1])
+        if q in ("torch.nn.utils.weight_norm", "torch.nn.utils.weight_norm.weight_norm") and args \
+                and args[0].kind == MODULE:
+            # the legacy hook-based weight norm: it stores the recomposed `weight`, computed from
+            # weight_g and weight_v in grad mode, on the module (a non-leaf until a forward under
+            # no_grad recomputes it); the parametrizations one keeps no such tensor
+            m = args[0]
+            wrapped = Value(MODULE, params=m.params, act=m.act, inplace=m.inplace, node=m.node, items=m.items,
+                            keys=m.keys, made="weight_norm" if self.grad_enabled is True else m.made,
+                            made_node=(node, self.here()) if self.grad_enabled is True
+                            else m.made_node)
+            key = dotted(node.args[0].value)
+            if key is not None and key in self.env:
+                self.bind_key(key, wrapped)  # (the module itself is changed)
+            return wrapped
         if q in api.PARAM_MODULES:
             self._emit("param_made", (node, q.replace("torch.nn.", "nn.") + "(...)"))
             return Value(MODULE, params=True, made="inference" if self.inference else None, made_node=node, node=q)
@@ -580,6 +594,7 @@ class CallMixin:
                 new = self._requires_grad(receiver, flag, node)
             if new is None:
                 return UNKNOWN_VALUE
+            self.same_tensor(receiver, new)
             key = dotted(node.func.value)  # type: ignore[attr-defined]
             if key is not None:
                 self.bind_key(key, new)

@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.model.env import FREED
 from gradlint.model.lattice import ids_of, must_deps
-from gradlint.model.names import dotted, reads_grad_of, rebound_names
+from gradlint.model.names import dotted, reads_grad_of, reads_grad_through, rebound_names
 from gradlint.model.syntax import const_bool, kwvalue
 from gradlint.model.values import INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UNKNOWN, Cut, Value, flatten, join_values
 
@@ -20,7 +20,7 @@ class Event:
     'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
 
     __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function", "exits", "value", "starts",
-                 "root", "once", "conds", "module")
+                 "root", "once", "conds", "module", "chain", "levels")
 
     def __init__(self, seq: int, kind: str, key: Optional[str], node: Any, loops: Tuple[Any, ...],
                  statement: Any, function: Any) -> None:
@@ -43,6 +43,10 @@ class Event:
         # a 'step' of an optimizer made over ``m.parameters()``: ``m``'s key, while that name
         # still holds the very module the optimizer was given (else None)
         self.module: Optional[str] = None
+        # the call site of each function of this file walked at a call, outermost first, then the
+        # statement itself; per loop in ``loops``: how many of those calls were made outside it
+        self.chain: Tuple[Any, ...] = ()
+        self.levels: Tuple[int, ...] = ()
 
 
 class Branch:
@@ -73,6 +77,8 @@ class EventMixin:
         e.root = self.walk_root()
         e.once = self.once_depth > 0
         e.conds = tuple(self.conditions) + tuple(self.branches)
+        e.chain = (*self.call_statements, self.current_statement)
+        e.levels = tuple(loop.level for loop in self.loops)
         self.events.append(e)
 
     def walk_root(self) -> Any:
@@ -144,7 +150,7 @@ class EventMixin:
         key = dotted(node.func.value)  # type: ignore[attr-defined]
         if attr == "zero_grad":
             keep = const_bool(kwvalue(node, "set_to_none")) is False
-            self.log("zero_grad_keep" if keep else "zero_grad", key, node)
+            self.log("zero_grad_keep" if keep else "zero_grad", key, node, receiver)
             return
         last = (key or "").rsplit(".", 1)[-1].lower()
         if receiver.kind == OPTIMIZER or (receiver.kind == UNKNOWN and "opt" in last and "sched" not in last):
@@ -182,10 +188,13 @@ class EventMixin:
             return
         if key.endswith(".data"):
             key = key[: -len(".data")]
-        if not reads_grad_of(update, key):
-            return
         leaf = self.lookup(key)
-        if leaf.kind == TENSOR and leaf.rg is True and leaf.leaf is True:
+        if leaf.kind == UNKNOWN and key not in self.env and key.startswith("self."):
+            # an attribute of `self` that the method did not bind (`self.delta`, made in __init__)
+            leaf = self.value_of(written.value if key != dotted(written) else written)  # type: ignore[attr-defined]
+        if not (leaf.kind == TENSOR and leaf.rg is True and leaf.leaf is True):
+            return
+        if reads_grad_of(update, key) or reads_grad_through(update, key, self.enclosing_scope()):
             self.log("manual_step", key, node, leaf)
 
     def retains(self, call: Any) -> bool:
@@ -220,6 +229,22 @@ class EventMixin:
         if rebound is None:
             rebound = self._rebound[id(fn)] = rebound_names(fn.body)
         return None if node.value in rebound else lit
+    def enclosing_scope(self) -> Any:
+        """The function whose body is being walked, or the linted module at its top level (None
+        at another module's top level)."""
+        if self.function_stack:
+            return self.function_stack[-1]
+        return self.root_module if self.scope.src is None else None
+
+    def same_tensor(self, old: Value, new: Value) -> None:
+        """``new`` is what the tensor of ``old`` holds after an in-place change of its flags
+        (``x.requires_grad = True``): the same object, whose ``.grad`` stays."""
+        if new is not old and old.kind == TENSOR and new.kind == TENSOR:
+            self.first_value[new.id] = self.first_value.get(old.id, old.id)
+
+    def first_id(self, value: Value) -> int:
+        """The id of the first value of the tensor object that ``value`` is one state of."""
+        return self.first_value.get(value.id, value.id)
 
     def add_saver(self, value: Value) -> None:
         """``value`` is the output of an op whose backward reads saved tensors (made here)."""

@@ -328,3 +328,51 @@ def reads_grad_of(expr: cst.CSTNode, key: str) -> bool:
             return True
         stack.extend(node_children(n))
     return False
+
+
+def grad_names(scope: cst.CSTNode, key: str) -> Set[str]:
+    """The plain names of ``scope`` (a function, or a module's top level; not its nested
+    functions or classes) that hold something computed from ``<key>.grad`` wherever they are
+    bound (``g = w.grad``, ``step = w.grad.sign() * lr``, ``g2 = g.detach()``): every binding of
+    such a name is an assignment that reads ``<key>.grad`` or another such name. A name bound
+    any other way (a loop target, a tuple target, ``with ... as``) is none of them. For rare
+    checks only (a write to a leaf that requires grad), never per node."""
+    values: Dict[str, List[cst.CSTNode]] = {}
+    other: Set[str] = set()
+    for n in subtree(scope, nested=False):
+        if type(n) is cst.Assign:
+            for t in n.targets:
+                if type(t.target) is cst.Name:
+                    values.setdefault(t.target.value, []).append(n.value)
+                else:
+                    other |= rebound_names(t.target)
+        elif type(n) is cst.AnnAssign and type(n.target) is cst.Name and n.value is not None:
+            values.setdefault(n.target.value, []).append(n.value)
+        # (an augmented assignment, `g *= lr`, keeps what g was computed from)
+        elif isinstance(n, (cst.For, cst.AsName, cst.NamedExpr, cst.CompFor)):
+            other |= rebound_names(n.target if not isinstance(n, cst.AsName) else n.name)
+    found: Set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, exprs in values.items():
+            if name in found or name in other:
+                continue
+            if all(reads_grad_of(e, key) or _reads_names(e, found) for e in exprs):
+                found.add(name)
+                changed = True
+    return found
+
+
+def _reads_names(expr: cst.CSTNode, names: Set[str]) -> bool:
+    return bool(names) and any(type(n) is cst.Name and n.value in names for n in subtree(expr, nested=False))
+
+
+def reads_grad_through(expr: cst.CSTNode, key: str, scope: Optional[cst.CSTNode]) -> bool:
+    """Does ``expr`` read ``<key>.grad``, directly or through a name of ``scope`` computed from it
+    (``grad_names``)?"""
+    if reads_grad_of(expr, key):
+        return True
+    if scope is None or not any(type(n) is cst.Name for n in subtree(expr, nested=False)):
+        return False
+    return _reads_names(expr, grad_names(scope, key))

@@ -194,6 +194,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # id of a tensor (not a parameter) -> events logged when its name was bound to something else
         self.leaf_rebinds: Dict[int, int] = {}
         self.param_owner: Dict[int, str] = {}
+        # id of a tensor's value after `.requires_grad = flag` / `.requires_grad_()` changed it in
+        # place -> the id of its first value (the same Python object: its `.grad` stays)
+        self.first_value: Dict[int, int] = {}
         self._emit = emit
         self._dotted_keys = 0
         # the project's other modules (imports.py): the index as this file sees it (None: text

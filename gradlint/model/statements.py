@@ -62,6 +62,8 @@ class StatementMixin:
                 continue
             if type(target) is cst.Attribute and target.attr.value == "data":
                 self.manual_update(target, node.value, node)  # `w.data = w.data - lr * w.grad`
+            if type(target) is cst.Subscript:
+                self.manual_update(target.value, node.value, node)  # `w.data[i] = (w - lr * w.grad)[i]`
             if type(target) is cst.Attribute and target.attr.value == "grad":
                 if type(node.value) is cst.Name and node.value.value == "None":
                     self.log("zero_grad", dotted(target), node)  # p.grad = None
@@ -88,6 +90,7 @@ class StatementMixin:
         operand = self.value_of(node.value)
         op = f"`{AUG_NAMES.get(type(node.operator), 'augmented assignment')}`"
         if type(target) is cst.Subscript:
+            self.manual_update(target.value, node.value, node)  # `w.data[mask] -= lr * w.grad[mask]`
             base = self.value_of(target.value)
             if base.kind in (TENSOR, NDARRAY):
                 self.inplace(node, base, op)
@@ -183,6 +186,7 @@ class StatementMixin:
             self.freeze(key)
         new = self._requires_grad(cur, flag, stmt)
         if new is not None:
+            self.same_tensor(cur, new)
             self.bind_key(key, new)
 
     def _requires_grad(self, cur: Value, flag: Optional[bool], node: Any) -> Optional[Value]:
