@@ -17,7 +17,10 @@ class InplaceOnSavedOutput(BackwardRule):
     item assignment, `F.relu(y, inplace=True)` (and the other `inplace=True` functions), or an
     `nn.ReLU(inplace=True)`/`nn.Dropout(inplace=True)` module applied to such a tensor, also
     right after `nn.Sigmoid()`/`nn.Tanh()`/`nn.ReLU()`/`nn.Softmax()` in an `nn.Sequential` or
-    inside a module's `forward()`.
+    inside a module's `forward()`. A view shares its base's storage and version counter, so
+    the write may also hit a view of a saved tensor (`h = relu(x); h[:, :2] /= 2`, a `.view()`
+    of it, a part of `h.chunk(2)` written under `no_grad`), the base of a saved view
+    (`T[i] = layer(T[i])`: the layer saved the row `T[i]`), or another view of the same base.
 
     ## Why is this bad
     The in-place write bumps the tensor's version counter; when `backward()` reaches the op that
@@ -61,8 +64,10 @@ class InplaceOnSavedOutput(BackwardRule):
         entries = model.saved_entries(value)
         if not entries:
             return
-        if value.leaf_requiring_grad and model.grad_enabled is True:
+        if (value.leaf_requiring_grad or value.view_of_leaf) and model.grad_enabled is True:
             return  # GL101: it raises right here
+        if model.grad_enabled is True and model.multi_view_op(value) is not None:
+            return  # GL105: a part of chunk/split/unbind, it raises right here
         what = entries[0][1]
         if model.in_module_forward():
             self.report(node, op=op, what=what, where="when the module is trained")

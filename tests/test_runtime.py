@@ -59,6 +59,8 @@ CODES_OUT_OF_REACH = {
              "later with its own message (an empty parameter list, a missing attribute), far from the def",
     "GL308": "torch itself raises at that line (requires_grad on an integer tensor), with its own message; "
              "no watcher yet (the mode would see requires_grad_ and the factories' requires_grad=True)",
+    "GL105": "torch itself raises at the in-place op on a part of chunk/split/unbind, with its own message "
+             "(a function that returns multiple views); static mode names the op that made the part",
 }
 
 # Bad examples of covered codes that only the deep level (saved-tensor hooks) sees.
@@ -73,6 +75,14 @@ DEEP_ONLY = {
         "the same: a Linear layer saves its input for its weight's gradient",
     "GL102_inplace_on_saved_output::bad_slice_rescaled_by_a_graph_value_in_place":
         "the same: mul saved a view of x as its input",
+    "GL102_inplace_on_saved_views::bad_another_row_of_a_tensor_whose_row_was_saved":
+        "the same: mul saved the row h[0] as its input; the write goes to another row of h",
+    "GL102_inplace_on_saved_views::bad_rows_mixed_back_into_the_tensor_a_layer_read_them_from":
+        "the same: a Linear layer saves its input (a row of h) for its weight's gradient",
+    "GL102_inplace_on_saved_views::bad_input_of_a_layer_norm_shifted_in_place":
+        "the same: a LayerNorm saves its input for backward",
+    "GL102_inplace_on_saved_views::bad_two_heads_shift_the_same_features_in_place":
+        "the same: the first head's Linear saved the features the second head shifts in place",
     "GL103_inplace_through_data::bad_data_add_after_save": "x is saved as an input of x * x (needs the hooks)",
     "GL103_inplace_through_data::bad_helper_clips_before_backward":
         "w is saved as an input of w * w * x (needs the hooks)",

@@ -65,7 +65,7 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "ddp-unused-parameters": None,
     "hook-not-removed": "GL707",
     "frozen-by-zeroed-grad": None,
-    "view-inplace-forbidden": None,
+    "view-inplace-forbidden": "GL105",
     "function-backward-mutates-saved": None,
     "grad-without-create-graph": None,
     "ddp-sync-skipped": None,

@@ -11,6 +11,7 @@ from gradlint.model import containers, torchapi as api
 from gradlint.model.env import Env
 from gradlint.model.names import dotted, grad_attribute, rebound_names
 from gradlint.model.instances import instance_record
+from gradlint.model.multiviews import MULTI_VIEW_OPS
 from gradlint.model.syntax import (
     const_bool, conversion_copies, dtype_conversion, kwarg, kwvalue, literal_arguments, positional,
 )
@@ -271,6 +272,14 @@ class CallMixin:
                 env[name] = v
                 if keys is not None:
                     keys[name] = dotted(a.value)
+        for p in positional + list(params.kwonly_params):
+            name = p.name.value
+            if name not in env and type(p.default) is cst.Call:
+                # a parameter left to its default: `activation=nn.ReLU()` (one module object,
+                # made when the function was defined; a module without parameters or state)
+                q = self.qualname(p.default.func)
+                if q in api.PARAMLESS_MODULES:
+                    env[name] = _paramless_module(q, p.default)
         return env
 
     def argument_state(self, keys: dict, env: Env) -> None:
@@ -413,6 +422,8 @@ class CallMixin:
                                  inputs=_inputs(node, args, 1 if q == "torch.autograd.grad" else None))
             self._escape(args[1:])  # autograd.grad(loss, inputs): gradients of these are wanted
             return UNKNOWN_VALUE
+        if q is not None and q.startswith("torch.") and q[6:] in MULTI_VIEW_OPS and args and args[0].kind == TENSOR:
+            return self.multi_output_views(args[0], q[6:], args[1:], node)  # type: ignore[attr-defined]
         if q in api.DIFF_FUNCS:
             tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
             if tensors:
@@ -432,9 +443,7 @@ class CallMixin:
                 out.made, out.made_node = "computed", self.current_statement  # argmax of a graph value
             return out
         if q in api.PARAMLESS_MODULES:
-            inplace = const_bool(kwvalue(node, "inplace")) is True
-            return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace,
-                         node=q.rsplit(".", 1)[-1])
+            return _paramless_module(q, node)
         if q in ("torch.nn.utils.weight_norm", "torch.nn.utils.weight_norm.weight_norm") and args \
                 and args[0].kind == MODULE:
             # the legacy hook-based weight norm: it stores the recomposed `weight`, computed from
@@ -676,6 +685,8 @@ class CallMixin:
                 out.made, out.made_node = receiver.made, receiver.made_node  # .float() of a computed value
                 return out
             return v
+        if attr in MULTI_VIEW_OPS:
+            return self.multi_output_views(receiver, attr, args, node)  # type: ignore[attr-defined]
         if attr in api.VIEW_METHODS:
             out = self._derived(receiver, args, node, view=True)
             if (receiver.fresh and receiver.leaf_requiring_grad and out.rg is True
@@ -714,3 +725,9 @@ def _inputs(node: cst.Call, args: List[Value], position: Optional[int]) -> Optio
         else:
             return None  # `*args`: positions unknown
     return None
+
+
+def _paramless_module(q: str, node: cst.Call) -> Value:
+    """``nn.ReLU(inplace=True)``, ``nn.Sigmoid()``: a module without parameters (its op, if any)."""
+    inplace = const_bool(kwvalue(node, "inplace")) is True
+    return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace, node=q.rsplit(".", 1)[-1])

@@ -102,7 +102,10 @@ class EnvMixin:
             if value.kind == INSTANCE and value.made == NAMED_TUPLE:
                 value = Value(TUPLE, items=value.items)  # `loss, logits = out`: by position
             items = value.items if value.kind == TUPLE else ()
-            if value.kind == TENSOR and value.rg is True and value.probable and not starred:
+            parts = self.unpack_parts(value, len(elements)) if not starred else None  # `q, k, v = h.chunk(3)`
+            if parts is not None:
+                items = tuple(parts)
+            elif value.kind == TENSOR and value.rg is True and value.probable and not starred:
                 # `out, hidden = rnn(x, hidden)`: the parts of a module's output carry its graph
                 items = tuple(Value(TENSOR, rg=True, leaf=False, probable=True, deps=value.deps, mdeps=value.mdeps,
                                     cuts=value.cuts) for _ in elements)

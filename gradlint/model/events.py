@@ -126,6 +126,7 @@ class EventMixin:
 
     def inplace(self, node: Any, value: Value, op: str) -> None:
         """``value`` (a tensor or an ndarray) is written in place at ``node``."""
+        self.inplace_log.append((node, value, op))
         self._emit("inplace", (node, value, op))
 
     def read_count(self, value: Value) -> int:
@@ -133,8 +134,24 @@ class EventMixin:
         return self.reads.get(value.id, 0)
 
     def saved_entries(self, value: Value) -> List[Tuple[int, str]]:
-        """What saved ``value`` for backward (empty if nothing known did)."""
-        return self.saved.get(value.id, [])
+        """What saved ``value`` for backward (empty if nothing known did). A view shares its
+        base's storage and version counter: an in-place write to it changes what was saved of the
+        base or of any other view of the same base (those saves are recorded on the base)."""
+        own = self.saved.get(value.id, [])
+        root = self.view_base.get(value.id) if value.kind == TENSOR else None
+        if root is None:
+            return own
+        seen, sibling = {o for o, _ in own}, " (a view of this tensor)"
+        return own + [(o, what[: -len(sibling)] + " (another view of the same tensor)" if what.endswith(sibling)
+                       else f"a view of {what}") for o, what in self.saved.get(root.id, []) if o not in seen]
+
+    def record_saved(self, value: Value, out_id: int, what: str) -> None:
+        """``value`` is saved for the backward of the op that made ``out_id``; a view's save is
+        recorded on its base too (an in-place write to the base or to another view changes it)."""
+        self.saved.setdefault(value.id, []).append((out_id, what))
+        root = self.view_base.get(value.id) if value.kind == TENSOR else None
+        if root is not None:
+            self.saved.setdefault(root.id, []).append((out_id, f"{what} (a view of this tensor)"))
 
     def in_module_forward(self) -> bool:
         """Inside ``forward`` of an nn.Module subclass, with grad mode on (assumed)."""

@@ -14,7 +14,8 @@ from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
     NAMESPACE,
-    CONST, CONST_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Cut, Value,
+    CONST, CONST_VALUE, NONE_VALUE, FUNCTION, INSTANCE, MODULE, NDARRAY, PARAMS, SCALAR, TENSOR, TUPLE, UNKNOWN,
+    UNKNOWN_VALUE, Cut, Value,
     element_of, flatten, plain_tensor, union,
 )
 from gradlint.model.lattice import deps_of, ids_of, join_branch_values, tensor_view
@@ -30,7 +31,7 @@ class ExpressionMixin:
         t = type(node)
         if t is cst.Name:
             if node.value in _CONST_NAMES:
-                return CONST_VALUE
+                return NONE_VALUE if node.value == "None" else CONST_VALUE
             self.last_read[node.value] = len(self.events)
             self.last_read_tick[node.value] = self.tick
             self.frame_reads[(self.frames[-1], node.value)] = (len(self.events), self.tick)
@@ -132,7 +133,7 @@ class ExpressionMixin:
 
     def read_value(self, v: Value) -> Value:
         """Note that the object ``v`` was read now (by any name that holds it)."""
-        if v is UNKNOWN_VALUE or v is CONST_VALUE:
+        if v is UNKNOWN_VALUE or v is CONST_VALUE or v is NONE_VALUE:
             return v  # shared by every unknown value: its reads say nothing
         self.value_reads[v.id] = (len(self.events), self.tick)
         if v.kind == UNKNOWN and v.items:
@@ -214,7 +215,7 @@ class ExpressionMixin:
             if type(el.slice) is cst.Index:
                 self.value_of(el.slice.value)
         if base.kind == TENSOR:
-            out = self._derived(base, [], node, view=basic_index(node))
+            out = self._derived(base, [], node, view=basic_index(node, self.counter_names()))
             out.dtype = int_dtype(base)  # indexing keeps an integer dtype
             return out
         if int_dtype(base) is not None:
@@ -271,6 +272,7 @@ class ExpressionMixin:
         out = self._derived_value(base, others, node, view, taint)
         if view and base.kind == TENSOR:
             self.view_base[out.id] = self.view_base.get(base.id, base)
+            self.view_part(base, out)
         # made under inference_mode, or a view of an inference tensor: an inference tensor
         out.inference = base.inference if view else self.inference
         if op is not None and out.rg is True:
@@ -293,37 +295,26 @@ class ExpressionMixin:
 
     def _record_saves(self, op: str, out: Value, base: Value, others: List[Value], node: Any) -> None:
         before = {k: len(v) for k, v in self.saved.items()}
-        self._record_saves_of(op, out, base, others)
+        self._record_saves_by_op(op, out, base, others)
         for v in [base] + others:
             if v.kind == TENSOR and v.inference and len(self.saved.get(v.id, ())) > before.get(v.id, 0):
                 self._emit("inference_saved", (node, v))
 
-    def _record_saves_of(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
-        before = {k: len(v) for k, v in self.saved.items()}
-        self._record_saves_by_op(op, out, base, others)
-        for v in [base] + others:
-            root = self.view_base.get(v.id) if v.kind == TENSOR else None
-            if root is not None and len(self.saved.get(v.id, ())) > before.get(v.id, 0):
-                # a view saved: an in-place write to its base changes it too
-                self.saved.setdefault(root.id, []).extend(
-                    (o, f"{what} (a view of this tensor)") for o, what in self.saved[v.id][before.get(v.id, 0):])
-
     def _record_saves_by_op(self, op: str, out: Value, base: Value, others: List[Value]) -> None:
-        saved = self.saved
         self.add_saver(out)
         if op in api.SAVES_OUTPUT:
-            saved.setdefault(out.id, []).append((out.id, f"the output of `{op}`"))
+            self.record_saved(out, out.id, f"the output of `{op}`")
         elif op in api.SAVES_OTHER or op == "div":
             tensors = [base] + [o for o in others if o.kind == TENSOR]
             if len(tensors) == 2 and len(others) == 1:
                 a, b = tensors
                 if b.rg is True:
-                    saved.setdefault(a.id, []).append((out.id, f"an input of `{op}`"))
+                    self.record_saved(a, out.id, f"an input of `{op}`")
                 if a.rg is True and op != "div":
-                    saved.setdefault(b.id, []).append((out.id, f"an input of `{op}`"))
+                    self.record_saved(b, out.id, f"an input of `{op}`")
         elif op in api.SAVES_SELF:
             if base.rg is True:
-                saved.setdefault(base.id, []).append((out.id, f"an input of `{op}`"))
+                self.record_saved(base, out.id, f"an input of `{op}`")
 
     def _derived_value(self, base: Value, others: List[Value], node: Any, view: bool = False,
                        taint: bool = False) -> Value:

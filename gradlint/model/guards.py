@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model.names import dotted
-from gradlint.model.values import TENSOR, UNKNOWN_VALUE, Value
+from gradlint.model.values import NONE_VALUE, TENSOR, UNKNOWN_VALUE, Value
 
 Guards = Tuple[List[str], List[str]]
 _NONE: Guards = ([], [])
@@ -52,6 +52,24 @@ def _none_test(test: cst.Comparison) -> Guards:
     if isinstance(comp.operator, cst.IsNot):
         return [], [key]
     return _NONE
+
+
+def none_test_outcome(model: Any, test: Any) -> Optional[bool]:
+    """The outcome of ``x is None`` / ``x is not None`` where the model knows it on every path:
+    the local name ``x`` holds the literal None (``out = None`` before a loop's first pass). None
+    when not known (an attribute may be set by code the model does not see)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and type(test.left) is cst.Name):
+        return None
+    comp = test.comparisons[0]
+    if not (isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None"):
+        return None
+    if model.env.get(test.left.value) is not NONE_VALUE:
+        return None
+    if isinstance(comp.operator, cst.Is):
+        return True
+    if isinstance(comp.operator, cst.IsNot):
+        return False
+    return None
 
 
 def _call_test(model: Any, call: cst.Call) -> Guards:

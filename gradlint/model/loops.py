@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from gradlint.model.lattice import FREED, must_deps
-from gradlint.model.names import dotted, node_children, reads_key
+from gradlint.model.names import dotted, node_children, reads_key, rebound_names
 from gradlint.model.values import TENSOR, next_id
 
 
@@ -46,6 +46,17 @@ class LoopMixin:
         if not self.repeat or value is None:
             return None
         return self.carried.get(getattr(value, "id", None))
+
+    def counter_names(self) -> FrozenSet[str]:
+        """The names that hold a Python int here: the counter of an enclosing loop of this
+        function, ``for i in range(...)`` or ``for i, x in enumerate(...)``, that its body
+        never rebinds (``x[i]`` with such a name is basic indexing: a view)."""
+        level = len(self.inline_stack)
+        names: Set[str] = set()
+        for loop in self.loops:
+            if loop.level == level and type(loop.node) is cst.For:
+                names |= _loop_counter(loop.node)
+        return frozenset(names)
 
     def own_loop(self) -> Optional[Loop]:
         """The innermost loop, when it belongs to the function being walked (not to a caller)."""
@@ -174,3 +185,27 @@ def carried_attributes(fn: Any, cache: Dict[int, Tuple[str, ...]]) -> Tuple[str,
         stack.extend(node_children(n))
     got = cache[id(fn)] = tuple(dict.fromkeys(out))
     return got
+
+
+_COUNTERS: Dict[int, Tuple[Any, FrozenSet[str]]] = {}
+
+
+def _loop_counter(node: cst.For) -> FrozenSet[str]:
+    """``i`` of ``for i in range(...)`` / ``for i, x in enumerate(...)`` when the body does not
+    rebind it (cached per loop node)."""
+    hit = _COUNTERS.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    name = None
+    it, target = node.iter, node.target
+    if type(it) is cst.Call and type(it.func) is cst.Name:
+        if it.func.value == "range" and type(target) is cst.Name:
+            name = target.value
+        elif it.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) \
+                and len(target.elements) == 2 and type(target.elements[0].value) is cst.Name:
+            name = target.elements[0].value.value
+    out = frozenset({name}) if name is not None and name not in rebound_names(node.body) else frozenset()
+    if node.orelse is not None and name in rebound_names(node.orelse):
+        out = frozenset()
+    _COUNTERS[id(node)] = (node, out)
+    return out

@@ -10,6 +10,8 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.loops import carried_attributes
 from gradlint.model.names import canonical, dotted, node_children, subtree
+from gradlint.model.layersaves import SAVES_INPUT as _SAVES_INPUT, SAVES_WEIGHT as _SAVES_WEIGHT, affine as _affine, \
+    input_layer as _input_layer
 from gradlint.model.lattice import deps_of
 from gradlint.model.containers import keeps_structure
 from gradlint.model.values import (
@@ -18,7 +20,6 @@ from gradlint.model.values import (
 )
 
 # torch.nn layers whose backward reads their weight (for the gradient of their input)
-_SAVES_WEIGHT = frozenset("torch.nn." + n for n in "Linear Conv1d Conv2d Conv3d".split())
 # torch.nn layers with parameters whose output is one tensor differentiable in their tensor
 # inputs (not the recurrent layers or attention, which return tuples, nor embeddings of indices)
 _DIFFERENTIABLE_LAYERS = api.PARAM_MODULES - frozenset("torch.nn." + n for n in (
@@ -252,8 +253,14 @@ class ObjectMixin:
                 # and its input, to compute the weight's gradient (whether the input requires
                 # grad or not): an in-place write to it before backward() raises
                 name = module.node.rsplit(".", 1)[-1]
-                self.saved.setdefault(args[0].id, []).append(
-                    (out.id, f"the input of `{name}`, saved for its weight's gradient"))
+                self.record_saved(args[0], out.id, f"the input of `{name}`, saved for its weight's gradient")
+            norm = _input_layer(module)
+            if norm is not None and norm.node in _SAVES_INPUT and args and args[0].kind == TENSOR and (
+                    args[0].rg is True or (norm.params is True and _affine(norm) and self._weight_trainable(node))):
+                # a LayerNorm/GroupNorm (alone or first in a Sequential) saves its input for
+                # backward whenever its output requires grad
+                name = norm.node.rsplit(".", 1)[-1]
+                self.record_saved(args[0], out.id, f"the input of `{name}`, saved for its gradient")
             if module.act in api.SAVES_OUTPUT:  # a container ending in Sigmoid/Tanh/Softmax
                 self.saved.setdefault(out.id, []).append((out.id, f"the output of `{module.act}`"))
             return out
@@ -394,9 +401,14 @@ class ObjectMixin:
                 # what that walk saved of the module's own tensors (a weight, a buffer), saved again
                 for kept, what in self.forward_saves.get(key, ()):
                     self.saved.setdefault(kept, []).append((like.id, what))
+            for i, at, op in self.forward_writes.get(key, ()):
+                # what that walk wrote in place into an input, written into this call's argument
+                # (`token += self.pos` in forward: the tensor passed now may be saved already)
+                self.inplace(at, args[i], op)
             return like
         else:
             start, before = next_id(), {k: len(v) for k, v in self.saved.items()}
+            logged = len(self.inplace_log)
             self.pending_owner = owner  # (the name `self` has in the caller: weights.py)
             try:
                 out = self._call_function(fn, node, args, module, None)
@@ -404,6 +416,7 @@ class ObjectMixin:
                 self.pending_owner = None
         if out is not None and not binds:
             self.forward_memo[key] = out
+            self.forward_writes[key] = self._input_writes(args, logged)
             inputs = {a.id for a in args}
             params = {p.id for _, ps in self.layer_params.values() for p in ps.values()}
             self.forward_saves[key] = [(k, v[before.get(k, 0)][1]) for k, v in self.saved.items()
@@ -419,6 +432,13 @@ class ObjectMixin:
                           else self._module_output(args, node) for i in out.items)
             return Value(TUPLE, items=items, keys=out.keys)  # (a forward returning a dict: by key)
         return None
+
+    def _input_writes(self, args: List[Value], logged: int) -> List[Any]:
+        """The in-place writes logged since ``logged`` whose tensor is one of ``args`` itself (by
+        position): (position, node, op)."""
+        where = {a.id: i for i, a in enumerate(args) if a.kind == TENSOR}
+        return [(where[v.id], at, op) for at, v, op in self.inplace_log[logged:]
+                if getattr(v, "id", None) in where]
 
     def _carried_first_use(self, owner: str, attrs: Any) -> None:
         """In a loop, ``model(x)`` reads ``model.hidden`` before its forward rebinds it: the

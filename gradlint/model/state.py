@@ -10,6 +10,7 @@ part, each in a file named for it:
 - ``containers``: lists, tuples, dicts, module containers, dataclass and NamedTuple instances,
 - ``calls``: calls and summaries (functions, lambdas and methods of the file),
 - ``objects``: modules and instances, ``loops``: loops, ``events``: training events,
+- ``multiviews``: the parts of chunk/split/unbind (views torch forbids writing in place),
 - ``shapes``: element counts (one, several, one per sample) as far as ``backward()`` needs them.
 
 Rules query it through ``value_of(expr)``, ``grad_enabled``, ``qualname(expr)`` and the events
@@ -33,6 +34,7 @@ from gradlint.model.factories import FactoryMixin
 from gradlint.model.imports import ImportMixin, ModuleScope
 from gradlint.model.loops import Loop, LoopMixin  # noqa: F401
 from gradlint.model.names import ImportMap, canonical
+from gradlint.model.multiviews import MultiViewMixin
 from gradlint.model.objects import ObjectMixin
 from gradlint.model.shapes import ShapeMixin
 from gradlint.model.statements import StatementMixin
@@ -40,7 +42,7 @@ from gradlint.model.values import UNKNOWN_VALUE, Value, element_of  # noqa: F401
 
 
 class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, DtypeMixin, ObjectMixin,
-            LoopMixin, EventMixin, ImportMixin, ShapeMixin, ContainerMixin, WeightMixin):
+            LoopMixin, EventMixin, ImportMixin, ShapeMixin, ContainerMixin, WeightMixin, MultiViewMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
         self.env: Env = {}
@@ -68,6 +70,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # a view's base (basic indexing, .view(), ...), by the view's id: views share their base's
         # storage and version counter, so saving a view saves what an in-place write to the base changes
         self.view_base: Dict[int, Any] = {}
+        # the parts of chunk/split/unbind (multiviews.py)
+        self.multi_views: Dict[int, str] = {}
+        self.part_seqs: set = set()
         # per enclosing class: "self.<attr>" -> the module/method value assigned in the class
         self.class_attrs: List[Dict[str, Value]] = []
         # per enclosing function: the values it returns
@@ -191,6 +196,11 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.binds_cache: Dict[int, bool] = {}  # method -> binds attributes of self (objects.binds_own_attributes)
         # the same key -> (id, what) of each tensor made before that walk that it saved for backward
         self.forward_saves: Dict[Any, List[Tuple[int, str]]] = {}
+        # the same key -> (argument position, node, op) of each in-place write that walk made
+        # to one of its inputs (or a view of one): the same call again writes the new argument
+        self.forward_writes: Dict[Any, List[Tuple[int, Any, str]]] = {}
+        # every in-place write, in walk order: (node, value, op)
+        self.inplace_log: List[Tuple[Any, Any, str]] = []
         # id of a tensor (not a parameter) -> events logged when its name was bound to something else
         self.leaf_rebinds: Dict[int, int] = {}
         self.param_owner: Dict[int, str] = {}

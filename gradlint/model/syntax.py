@@ -3,7 +3,7 @@ operator names, index forms."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, FrozenSet, List, Optional
 
 import libcst as cst
 
@@ -47,8 +47,9 @@ def kwvalue(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     return a.value if a is not None else None
 
 
-def basic_index(node: cst.Subscript) -> bool:
-    """x[0], x[:2], x[1, ::2], x[..., None]: a view (advanced indexing copies)."""
+def basic_index(node: cst.Subscript, ints: FrozenSet[str] = frozenset()) -> bool:
+    """x[0], x[:2], x[1, ::2], x[..., None]: a view (advanced indexing copies); ``ints``: names
+    known to hold a Python int (a loop counter), which index like a number."""
     for el in node.slice:
         s = el.slice
         if type(s) is cst.Slice:
@@ -56,7 +57,7 @@ def basic_index(node: cst.Subscript) -> bool:
         v = s.value
         if type(v) is cst.UnaryOperation and type(v.operator) is cst.Minus:
             v = v.expression
-        if isinstance(v, (cst.Integer, cst.Ellipsis)) or (type(v) is cst.Name and v.value == "None"):
+        if isinstance(v, (cst.Integer, cst.Ellipsis)) or (type(v) is cst.Name and v.value in ("None", *ints)):
             continue
         return False
     return True

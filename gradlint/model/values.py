@@ -170,6 +170,7 @@ class Value:
 
 UNKNOWN_VALUE = Value(UNKNOWN)
 CONST_VALUE = Value(CONST)
+NONE_VALUE = Value(CONST)  # the literal None (a name bound to it holds None on every path)
 
 
 def tensor(**kw: Any) -> Value:

@@ -16,7 +16,7 @@ from gradlint.model import torchapi as api
 from gradlint.model.names import child_fields as _fields, dotted, is_node as _is_node, subtree
 from gradlint.model.env import FREED
 from gradlint.model.events import Branch
-from gradlint.model.guards import narrow, type_guards, widen
+from gradlint.model.guards import narrow, none_test_outcome, type_guards, widen
 from gradlint.model.objects import harvest as _harvest
 from gradlint.model.state import Model, element_of
 from gradlint.model.walk_calls import CallWalker
@@ -426,6 +426,9 @@ class Walker(CallWalker):
         model.conditions.append(node.test)
         first_event = len(model.events)
         not_in_body, not_in_else = type_guards(model, node.test)
+        # `if out is None:` where `out` certainly is (or is not) None: the other branch is walked
+        # (rules see its code) but its path does not reach the code after the `if`
+        outcome = none_test_outcome(model, node.test)
         grad_before = (model.grad_enabled, model.grad_assumed)
         for key in not_in_body:  # `if not torch.is_tensor(x): x = torch.tensor(x)`: no tensor here
             if model.env.get(key) is not None and model.env[key].kind == TENSOR:
@@ -476,6 +479,8 @@ class Walker(CallWalker):
         if grad_after_body is not None and grad_after_body[0] != model.grad_enabled:
             # set_grad_enabled() on one path only: the mode after the `if` is not known
             model.grad_enabled, model.grad_assumed = None, False
+        if outcome is not None and len(ends) == 2 and not terminated:
+            ends = [ends[0] if outcome else ends[1]]
         model.restore(Model.join(ends) if ends else before)
 
     def _if_exp(self, node: cst.IfExp) -> None:
@@ -546,7 +551,7 @@ class Walker(CallWalker):
         it = model.value_of(node.iter)
         outer = set(model.env)
         self.walk(node.target)
-        elem = element_of(it)
+        elem = model.part_of(it) or element_of(it)  # (`for part in h.chunk(3)`: multiviews.py)
         if it.kind in ("params", "named_params") and isinstance(it.node, str):
             p = elem.items[1] if elem.kind == "tuple" and len(elem.items) == 2 else elem
             model.param_owner[p.id] = it.node
