@@ -99,6 +99,20 @@ DEEP_ONLY = {
 
 # Bad examples of covered codes that neither level can report, and why.
 OUT_OF_REACH = {
+    "GL501_graph_kept_alive_objects::bad_meter_given_the_loss_itself":
+        "the running sum is an attribute of a local object (`meter.total`): the scan after backward() reads "
+        "locals and self attributes, not the attributes of other objects",
+    "GL501_graph_kept_alive_objects::bad_metric_sums_a_score_computed_from_the_model_output":
+        "the same: the sum is an attribute of a local object (`score.total`)",
+    "GL501_graph_kept_alive_objects::bad_class_level_cache_written_in_forward":
+        "the outputs are kept in a class attribute (`_CachingBlock.replay`), written inside forward(): the "
+        "scan after backward() reads the live frames' locals and self attributes, not class attributes",
+    "GL501_graph_kept_alive_objects::bad_forward_hook_list_never_emptied":
+        "the hook appends to an attribute of a local object (`tap.outputs`): the scan after backward() reads "
+        "the live frames' locals and self attributes, not the attributes of other objects",
+    "GL501_graph_kept_alive_objects::bad_buffer_blended_with_the_output_in_place":
+        "the buffer is written in place inside forward(); the scan after backward() reads the live frames' "
+        "locals and self attributes, not the buffers of the modules they hold",
     "GL605_clip_grad_misplaced::bad_amp_clip_before_unscale":
         "the runtime's GL605 checks where the clip runs between backward() and step(); whether a GradScaler "
         "has unscaled the gradients before it is not followed at run time yet (static mode reports it)",
@@ -199,6 +213,15 @@ ELSEWHERE = {
         "computed weight on the layer (the line to change; the deepcopy is its related location)",
     "GL403_deepcopy_non_leaf::bad_legacy_weight_norm_model_copied_for_ema":
         "the same: at the deepcopy; static mode reports the legacy `weight_norm(...)` call in `__init__`",
+    "GL501_graph_kept_alive_objects::bad_step_record_holds_the_loss_returned_beside_it":
+        "at the record's entry in the helper that returns the loss both on its own and in the record (the "
+        "line to change); the runtime reports the append in the loop that keeps the record",
+    "GL501_graph_kept_alive::bad_loss_from_method":
+        "at `return loss` of training_step(), which back-propagated the loss and hands its graph to the "
+        "caller (the line to change); the runtime reports the caller's sum that keeps it",
+    "GL501_graph_kept_alive::bad_helper_train_step_in_epoch_loop":
+        "at `return loss` of the helper that back-propagated the loss (the line to change); the runtime "
+        "reports the caller's sum that keeps it",
     "GL403_deepcopy_non_leaf::bad_deepcopy_module_holding_output":
         "at `model.cache = ...`, the statement that stored the graph tensor on the module (the line to "
         "change); the deepcopy that raises is the related location",

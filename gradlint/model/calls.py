@@ -62,6 +62,13 @@ class CallMixin:
                     if bound.kind not in (MODULE, FUNCTION, CLASS):
                         self._escape(arg_values)
                         return UNKNOWN_VALUE
+            if bound is not None and bound.kind == INSTANCE:
+                # `self.criterion(model, batch)`: an object held in an attribute runs its `__call__`
+                method = self.resolve_method(bound, "__call__")
+                if method is not None:
+                    out = self._call_function(method, node, arg_values, bound, key)
+                    if out is not None:
+                        return out
             if bound is None or bound.kind not in (MODULE, FUNCTION, CLASS):
                 method = self.resolve_method(receiver, func.attr.value)
                 if method is not None:
@@ -550,6 +557,8 @@ class CallMixin:
             key, name = dotted(node.func.value), node.args[0].value  # type: ignore[attr-defined]
             if key is not None and type(name) is cst.SimpleString and node.args[1].keyword is None:
                 self.bind_key(f"{key}.{name.evaluated_value}", args[1])
+                if key == "self" and self.class_stack:
+                    self.buffer_names.add((self.class_stack[-1].name.value, name.evaluated_value))
             return UNKNOWN_VALUE
         if kind == MODULE:
             if attr == "requires_grad_":

@@ -153,6 +153,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.classes: Dict[str, Any] = {}
         self.method_class: Dict[int, Any] = {}
         self.class_tables: Dict[str, Dict[str, Value]] = {}
+        # (class name, attribute) of the buffers a class registers (`self.register_buffer("mean", ...)`)
+        self.buffer_names: set = set()
         # keys of modules (or parameters) the code froze -> the functions (by id; 0: module level)
         # whose walk froze them: a local name is frozen in its own function only, `self.*` in
         # every method

@@ -150,6 +150,8 @@ DIFF_FUNCS = frozenset(
         gaussian_nll_loss scaled_dot_product_attention glu pixel_shuffle unfold fold
         grid_sample affine_grid""".split()
     ]
+    # the differentiable collectives (their backward is an all_reduce of the gradients)
+    + ["torch.distributed.nn.functional.all_reduce", "torch.distributed.nn.all_reduce"]
 )
 NONDIFF_FUNCS = frozenset(
     ["torch." + n for n in NONDIFF_METHODS]
