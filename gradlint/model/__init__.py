@@ -1,3 +1,5 @@
 """What the walk knows: values and their joins (values.py, lattice.py), scopes, expressions and
 the torch API, containers (containers.py: lists, tuples, dicts, module containers), calls and
-summaries, objects and modules, loops, training events (see the file names)."""
+summaries, objects and modules (instances.py: what a construction binds on self; layersaves.py and
+weights.py: what layers save for backward; multiviews.py: the parts of chunk/split/unbind), loops,
+training events (see the file names)."""
