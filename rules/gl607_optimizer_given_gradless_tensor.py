@@ -88,9 +88,15 @@ class OptimizerGivenGradlessTensor(Rule):
         if isinstance(small, (list, tuple)) and len(small) == 1 and isinstance(small[0], cst.Assign) \
                 and small[0].value is node:
             names = [k for k in (dotted(t.target) for t in small[0].targets) if k is not None]
-        for expr in _given(first):
-            if self._gradless(expr):
-                self._found.append((expr, model.here(), node, names, len(model.events), model.walk_root(), model.tick))
+        given = list(_given(first, starred=True))
+        gradless = [e for e in given if self._gradless(e)]
+        if len(gradless) == len(given):
+            # every tensor handed over is a placeholder (`SGD([torch.zeros(1)], lr=...)` to drive
+            # an LR scheduler, preview a schedule, or stand in when nothing is trainable): the
+            # optimizer is meant to train nothing; the bug is a placeholder beside real parameters
+            gradless = []
+        for expr in gradless:
+            self._found.append((expr, model.here(), node, names, len(model.events), model.walk_root(), model.tick))
         fn = model.function_stack[-1] if model.function_stack else None
         if fn is not None and isinstance(fn.body, cst.IndentedBlock):
             for name, binding in _dead_groups(fn.body.body, statement):
@@ -234,13 +240,16 @@ class _Uses(cst.CSTVisitor):
             self.other = True
 
 
-def _given(arg: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+def _given(arg: cst.BaseExpression, starred: bool = False) -> Iterator[cst.BaseExpression]:
     """What an optimizer's first argument hands it as tensors, written in place: the argument
     itself, the elements of a list or tuple literal, and each group's ``"params"`` (itself, or
-    the elements of its list or tuple literal)."""
+    the elements of its list or tuple literal); with ``starred``, also what a ``*xs`` unpacks
+    (as the expression ``xs``)."""
     if isinstance(arg, (cst.List, cst.Tuple)):
         for el in arg.elements:
             if isinstance(el, cst.StarredElement):
+                if starred:
+                    yield el.value
                 continue
             value = el.value
             if isinstance(value, cst.Dict):

@@ -14,7 +14,9 @@ _STEMS = frozenset(("init", "inti", "innit", "intit", "initt"))
 
 
 def _near_init(name: str) -> bool:
-    if name == "__init__" or not name.startswith("_"):
+    # (`_init` and `__init`, without a trailing underscore, are common names of private
+    # initialisers that the class's users call: not near misses)
+    if name == "__init__" or not name.startswith("_") or not name.endswith("_"):
         return False
     stem = name.strip("_")
     if stem == "int":
@@ -94,13 +96,20 @@ class MisnamedInit(Rule):
         if root is None:
             return True
         defined = set()
+        # `super()._init_()` inside a method of that very name is the misspelled constructor
+        # calling its base's (as `super().__init__()` would); elsewhere it is a call
+        for d in subtree(root):
+            if type(d) is cst.FunctionDef and d.name.value == name:
+                for n in subtree(d.body):
+                    if type(n) is cst.Attribute and n.attr.value == name:
+                        defined.add(id(n.attr))
         for n in subtree(root):
             if type(n) is cst.FunctionDef:
                 defined.add(id(n.name))
             elif type(n) is cst.Attribute:
-                defined.add(id(n.attr))  # (a call through an attribute is judged at the call)
-                if n.attr.value == name and not (type(n.value) is cst.Call and dotted(n.value.func) == "super"):
-                    return True  # `self._init_()`, `obj._init_`, `Net._init_(self)` ...
+                if n.attr.value == name and id(n.attr) not in defined:
+                    return True  # `self._init_()`, `obj._init_`, `Net._init_(self)`, a subclass's `super()._init_()`
+                defined.add(id(n.attr))
             elif type(n) is cst.Name and n.value == name and id(n) not in defined:
                 return True  # passed or stored by name
         return False

@@ -434,7 +434,8 @@ class CallMixin:
         if q in api.DIFF_FUNCS:
             tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
             if tensors:
-                if q in api.INPLACE_KW_FUNCS and const_bool(kwvalue(node, "inplace")) is True:
+                if q in api.INPLACE_KW_FUNCS and const_bool(kwvalue(node, "inplace")) is True \
+                        and not _writes_nothing(q, node):
                     self.inplace(node, tensors[0], f"`{q.rsplit('.', 1)[-1]}(..., inplace=True)`")
                 last = q.rsplit(".", 1)[-1]
                 pos = [v for a, v in zip(node.args, args) if a.keyword is None]
@@ -738,5 +739,30 @@ def _inputs(node: cst.Call, args: List[Value], position: Optional[int]) -> Optio
 
 def _paramless_module(q: str, node: cst.Call) -> Value:
     """``nn.ReLU(inplace=True)``, ``nn.Sigmoid()``: a module without parameters (its op, if any)."""
-    inplace = const_bool(kwvalue(node, "inplace")) is True
+    inplace = const_bool(kwvalue(node, "inplace")) is True and not _writes_nothing(q, node)
     return Value(MODULE, params=False, act=api.MODULE_ACTS.get(q), inplace=inplace, node=q.rsplit(".", 1)[-1])
+
+
+def _literal_arg(node: cst.Call, index: int, name: str) -> Any:
+    """The literal value (a number or True/False/None) of a call's argument, by position or
+    keyword; None when absent or not a literal."""
+    arg = kwvalue(node, name)
+    if arg is None:
+        pos = [a.value for a in node.args if a.keyword is None and a.star == ""]
+        arg = pos[index] if index < len(pos) and len(pos) == len([a for a in node.args if a.keyword is None]) else None
+    if isinstance(arg, (cst.Integer, cst.Float)):
+        return arg.evaluated_value
+    if isinstance(arg, cst.Name) and arg.value in ("True", "False"):
+        return arg.value == "True"
+    return None
+
+
+def _writes_nothing(q: str, node: cst.Call) -> bool:
+    """An in-place dropout that leaves its input as it is (torch returns the input untouched when
+    p is 0 or, for the functional form, when training=False): no in-place write."""
+    last = q.rsplit(".", 1)[-1]
+    if last in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"):
+        return _literal_arg(node, 0, "p") == 0
+    if last in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
+        return _literal_arg(node, 1, "p") == 0 or _literal_arg(node, 2, "training") is False
+    return False

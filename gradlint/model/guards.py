@@ -4,7 +4,8 @@ whose body returns or continues) and where it fails (the ``else``).
 
 Only one fact is kept: "this name holds no tensor here" (``isinstance(x, (list, tuple))``,
 ``isinstance(x, np.ndarray)``, ``not torch.is_tensor(x)``, ``x is None``), so that a value
-the model took for a tensor is not one on that path. The name then holds what the model does
+the model took for a tensor is not one on that path; and where ``x.requires_grad`` fails, ``x``
+is no tensor that requires grad (unknown there too). The name then holds what the model does
 not know; a guard that proves a tensor changes nothing (the model's value stays)."""
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def type_guards(model: Any, test: Any) -> Guards:
         return _none_test(test)
     if isinstance(test, cst.Call) and test.args:
         return _call_test(model, test)
+    if isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
+        # `if x.requires_grad: ... else: x.mul_(s)`: where the test fails, x is no tensor that
+        # requires grad (the code chose the in-place form for that case): unknown there
+        key = dotted(test.value)
+        return ([], [key]) if key is not None else _NONE
     return _NONE
 
 

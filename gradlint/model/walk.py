@@ -433,10 +433,15 @@ class Walker(CallWalker):
         for key in not_in_body:  # `if not torch.is_tensor(x): x = torch.tensor(x)`: no tensor here
             if model.env.get(key) is not None and model.env[key].kind == TENSOR:
                 model.bind_key(key, UNKNOWN_VALUE)
+        grad_test = _grad_mode_test(model, node.test)
+        if grad_test is False:  # `if not torch.is_grad_enabled(): y.mul_(2)`: grad is off there
+            model.grad_enabled, model.grad_assumed = False, False
         try:
             terminated = self._block(node.body)
         finally:
             model.conditions.pop()
+            if grad_test is False:
+                model.grad_enabled, model.grad_assumed = grad_before
         if terminated:
             for e in model.events[first_event:]:
                 e.exits = True  # `opt.zero_grad(); continue`: nothing after the `if` follows it
@@ -457,6 +462,8 @@ class Walker(CallWalker):
             depth = len(model.branches)
             model.branches.append(Branch(node, node.test, negated=True))
             else_ends = False
+            if grad_test is True:  # the else of `if torch.is_grad_enabled():` runs with grad off
+                model.grad_enabled, model.grad_assumed = False, False
             try:
                 if type(orelse) is cst.If:
                     model.current_statement = orelse
@@ -468,6 +475,8 @@ class Walker(CallWalker):
                         ends.append(model.env)
             finally:
                 del model.branches[depth:]
+                if grad_test is True:
+                    model.grad_enabled, model.grad_assumed = grad_before
             model.current_statement = prev
             if else_ends and not terminated:
                 # `if ready: ... else: continue`: what follows runs only when the test is true
@@ -800,3 +809,14 @@ def _carried_change(before: Dict[str, Value], after: Dict[str, Value], outer: An
     return False
 
 
+
+
+def _grad_mode_test(model: Any, test: Any) -> Optional[bool]:
+    """True for a test that holds exactly when grad mode is on (``torch.is_grad_enabled()``),
+    False for its negation, None for any other test."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    if isinstance(test, cst.Call) and not test.args and model.qualname(test.func) == "torch.is_grad_enabled":
+        return not negated
+    return None
