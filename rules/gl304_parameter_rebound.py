@@ -4,7 +4,7 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
-from gradlint.model.names import dotted, reads_grad_of
+from gradlint.model.names import dotted, reads_grad_of, subtree
 from gradlint.rule import Rule, Severity
 
 
@@ -82,6 +82,11 @@ class ParameterRebound(Rule):
                 name=key, effect="a registered parameter cannot hold a plain tensor: the assignment raises TypeError",
                 severity=None)))
             return
+        new = model.value_of(node.value)
+        if new.kind == "tensor" and new.rg is False and model.loops and _requires_grad_again(model.loops[-1].node, key):
+            # `x = x.detach() + a * x.grad.sign()` (PGD): a new tensor that requires no grad,
+            # made a leaf requiring grad again by the loop (`x.requires_grad_()` at its top)
+            return
         if model.grad_enabled is True:
             effect = "it is a non-leaf, so its `.grad` is None after the next backward()"
         elif model.grad_enabled is False:
@@ -96,3 +101,15 @@ class ParameterRebound(Rule):
             if id(node) in self.model.releafed:
                 continue  # `w.requires_grad_()` right after: a new leaf on purpose, each step
             self.report(node, context=context, **args)
+
+
+def _requires_grad_again(loop: Any, key: str) -> bool:
+    """Does the loop's body set ``key.requires_grad_()`` / ``key.requires_grad = True``?"""
+    for n in subtree(loop.body):
+        if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "requires_grad_" \
+                and dotted(n.func.value) == key:
+            return True
+        if type(n) is cst.AssignTarget and type(n.target) is cst.Attribute \
+                and n.target.attr.value == "requires_grad" and dotted(n.target.value) == key:
+            return True
+    return False
