@@ -216,17 +216,8 @@ def _receiver(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
 def _owner(value: cst.BaseExpression) -> Optional[str]:
     """The module whose tensors a snapshot expression views (``model.encoder`` in
     ``copy.copy(model.encoder.state_dict())``), when it is named."""
-    while isinstance(value, cst.Call):
-        func = value.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
-            return dotted(func.value)
-        if isinstance(func, cst.Attribute) and func.attr.value == "copy" and not value.args:
-            value = func.value
-        elif value.args:
-            value = value.args[0].value
-        else:
-            return None
-    return None
+    receiver = _receiver(value)
+    return dotted(receiver) if receiver is not None else None
 
 
 _VIEWS = frozenset(("state_dict", "named_parameters", "named_buffers", "parameters", "buffers"))
