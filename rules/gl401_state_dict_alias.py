@@ -6,7 +6,7 @@ from typing import Any, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.edits import insert_after, insert_before, replace
-from gradlint.model.names import dotted
+from gradlint.model.names import dotted, node_children, rebound_names
 from gradlint.model.values import INSTANCE
 from gradlint.rule import Fix, Rule, Severity
 
@@ -33,6 +33,13 @@ class StateDictAlias(Rule):
     views sharing storage, BatchNorm running statistics included); shallow copies of the dict or
     list copy the references, not the data. Every later `optimizer.step()` changes the
     "snapshot": the "best model" you restore or save is the last one.
+
+    The use may come on a later pass of a loop: a snapshot taken before a loop whose body
+    restores it into the same module on every pass (`for lr in lrs: model.load_state_dict(init)`
+    then training) reloads the module's current weights from the second pass on. A snapshot
+    kept on an object of the file (`self.best = self.model.state_dict()` in a callback, under a
+    condition) counts as used when another method walked with the same object reads it after
+    the steps (`on_train_end()` restoring it).
 
     Saving or loading at once (`torch.save(model.state_dict(), path)`,
     `other.load_state_dict(model.state_dict())`) is fine and not reported, and so is a snapshot
@@ -166,15 +173,26 @@ class StateDictAlias(Rule):
         # are the snapshot's (a local dict handed to torch.save and dropped is no kept snapshot)
         key = dotted(target.value if isinstance(target, cst.Subscript) else target)
         snapshot = model.value_of(node.value)
+        # `self.best = ...` on an instance of a class of the file: its other methods' reads of
+        # `self.best` walked with the same object count (a callback's `on_train_end`)
+        head, _, attr = (key or "").partition(".")
+        obj = model.env.get(head) if attr else None
+        where = (obj.id, attr) if obj is not None and obj.kind == INSTANCE else None
+        if where is not None and model.loops and \
+                len(model.conditions) + len(model.branches) <= model.loops[-1].branch_depth:
+            # taken on every pass (`self.last = ...`): after the loop it shows the last weights,
+            # which is what a later read of that attribute wants
+            where = None
         self._pending.append((node, model.here(), expr, fix, seq, loops, function, key, snapshot.id,
-                              model.frames[-1], _owner(node.value)))
+                              model.frames[-1], _owner(node.value), where, tuple(model.loops)))
 
     def on_finish(self) -> None:
         if not self.model.imports_torch():
             return  # another framework's .step()/.state_dict()
         model = self.model
         steps = [e for e in model.events if e.kind == "step"]
-        for node, context, expr, fix, seq, loops, function, key, vid, frame, owner in self._pending:
+        for pending in self._pending:
+            node, context, expr, fix, seq, loops, function, key, vid, frame, owner, where, walks = pending
             # a step later in the same function (or a function it calls), or in a loop around
             # the snapshot, of an optimizer that may hold the snapshot's tensors ...
             later = [e for e in steps if ((e.seq >= seq and e.root is function) or set(e.loops) & set(loops))
@@ -184,15 +202,17 @@ class StateDictAlias(Rule):
             # ... and the snapshot is used after such a step (restored, saved, compared); a step
             # earlier in the loop body runs after the snapshot only on the next iteration, so
             # only a read after the loop counts for it
-            # (reads of this very object, or of its name in the same walk of the same function)
+            # (reads of this very object, or of its name in the same walk of the same function,
+            # or of the attribute holding it on the same instance)
             if key is None:
                 last_read, read_tick = 1 << 30, 1 << 30
             else:
                 a, b = model.value_reads.get(vid, (-1, -1)), model.frame_reads.get((frame, key), (-1, -1))
-                last_read, read_tick = max(a[0], b[0]), max(a[1], b[1])
-            if not any(last_read > e.seq if e.seq >= seq else (read_tick > _exit_seq(model, e, loops)
-                                                                  or vid in model.carried_reads
-                                                                  or _read_next_time(model, e, loops, key))
+                c = model.object_reads.get(where, (-1, -1)) if where is not None else (-1, -1)
+                last_read, read_tick = max(a[0], b[0], c[0]), max(a[1], b[1], c[1])
+            if not any((last_read > e.seq or _restored_each_pass(model, e, loops, key, frame, owner))
+                       if e.seq >= seq else (read_tick > _exit_seq(e, walks) or vid in model.carried_reads
+                                             or _read_next_time(model, e, loops, key))
                        for e in later):
                 continue
             self.report(node, context=context, expr=expr, fix=fix)
@@ -233,10 +253,12 @@ def _elsewhere(step: Any, owner: Optional[str]) -> bool:
     return not (opt + ".").startswith(owner + ".") and not (owner + ".").startswith(opt + ".")
 
 
-def _exit_seq(model: Any, step: Any, loops: Tuple[Any, ...]) -> int:
-    """The statement count when the innermost loop around both the step and the snapshot ended."""
-    shared = [loop for loop in step.loops if loop in loops]
-    return model.loop_exit_seq.get(id(shared[-1]), 1 << 30) if shared else 1 << 30
+def _exit_seq(step: Any, walks: Tuple[Any, ...]) -> int:
+    """The statement count when the innermost loop around both the step and the snapshot ended
+    (this walk of it: a loop of a method is walked at each call)."""
+    shared = [loop for loop in walks if loop.node in step.loops]
+    end = shared[-1].exit_tick if shared else None
+    return end if end is not None else 1 << 30
 
 
 def _read_next_time(model: Any, step: Any, loops: Tuple[Any, ...], key: Optional[str]) -> bool:
@@ -244,6 +266,61 @@ def _read_next_time(model: Any, step: Any, loops: Tuple[Any, ...], key: Optional
     iteration reads the snapshot the previous one took)?"""
     shared = [loop for loop in step.loops if loop in loops]
     return bool(shared) and key in model.loop_first_reads.get(id(shared[-1]), ())
+
+
+def _restored_each_pass(model: Any, step: Any, loops: Tuple[Any, ...], key: Optional[str], frame: int,
+                        owner: Optional[str]) -> bool:
+    """Is the step in a loop after the snapshot, of the same walk of the same function, whose
+    body restores the snapshot into the module it was taken from on every pass (a statement
+    not under an ``if``: ``for run in runs: model.load_state_dict(init); train(...)``) and never
+    rebinds it? From the second pass on, the module reloads its own current weights: the reset
+    does nothing. (Other reads of a live view at the top of each pass, `torch.save(state, ...)`,
+    `target.load_state_dict(state)`, mean the current weights and are fine.)"""
+    if key is None or owner is None:
+        return False
+    for node in step.loops:
+        if node in loops or frame not in model.loop_frames.get(id(node), ()):
+            continue
+        if not isinstance(node, (cst.For, cst.While)) or _binds(node, key):
+            continue
+        for stmt in node.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and any(
+                    _loads(n, owner, key) for s in stmt.body for n in node_children(s)):
+                return True
+    return False
+
+
+def _loads(node: Any, owner: str, key: str) -> bool:
+    """Is ``node`` the call ``<owner>.load_state_dict(<key>, ...)``?"""
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "load_state_dict" and dotted(node.func.value) == owner
+            and bool(node.args) and node.args[0].keyword is None and dotted(node.args[0].value) == key)
+
+
+def _binds(node: cst.CSTNode, key: str) -> bool:
+    """Does the code under ``node`` bind ``key`` (a name or an attribute chain) anywhere?"""
+    if "." not in key:
+        return key in rebound_names(node)
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        targets: List[Any] = []
+        if type(n) is cst.Assign:
+            targets = [t.target for t in n.targets]
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)):
+            targets = [n.target]
+        elif type(n) is cst.AsName:
+            targets = [n.name]
+        while targets:
+            t = targets.pop()
+            if isinstance(t, (cst.Tuple, cst.List)):
+                targets.extend(e.value for e in t.elements)
+            elif type(t) is cst.StarredElement:
+                targets.append(t.value)
+            elif dotted(t) == key:
+                return True
+        stack.extend(node_children(n))
+    return False
 
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))

@@ -160,7 +160,8 @@ class GraphKeptAlive(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "add", "insert") and node.args:
+        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "add", "insert") and node.args \
+                and not self._own_method(func):
             arg = node.args[-1].value
             self._candidate(node, dotted(func.value), arg, item=False)
             if func.attr.value == "append":
@@ -168,6 +169,12 @@ class GraphKeptAlive(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_") \
                 and func.attr.value not in NOT_INPLACE and node.args:
             self._state_written(node, func)
+
+    def _own_method(self, func: cst.Attribute) -> bool:
+        """``meter.add(loss)`` on an object of a class of the project that defines ``add`` itself:
+        no container's method; its body, walked at the call, says what it keeps."""
+        receiver = self.model.value_of(func.value)
+        return self.model.resolve_method(receiver, func.attr.value) is not None
 
     def _hook_keeps(self, node: cst.Call, acc: Optional[str], arg: cst.BaseExpression) -> None:
         """``self.activations.append(output)`` in a method the class registers as a forward hook

@@ -20,9 +20,11 @@ class StepBetweenForwardAndBackward(Rule):
     through the same discriminator pass; a second loss that reuses an output computed before
     another optimizer's step.
 
-    A layer saves its weight when its input requires grad (the weight is needed for the input's
-    gradient); in an `nn.Sequential`, every `Linear`/`Conv` after a layer with trainable
-    parameters does. Not reported: weights that nothing saved (a first layer applied to data),
+    A `Linear` layer saves its weight when its input requires grad (the weight is needed for the
+    input's gradient); in an `nn.Sequential`, every `Linear` after a layer with trainable
+    parameters does. A `Conv1d`/`Conv2d`/`Conv3d` saves its weight whenever its output requires
+    grad, also as a first layer applied to data. Not reported: weights that nothing saved (a
+    first `Linear` applied to data),
     weights of modules the step does not cover, frozen layers, a `step()` or `backward()` on
     some paths only, and a `zero_grad()` between the earlier `backward()` and the `step()`
     (parameters without a gradient are left as they are).

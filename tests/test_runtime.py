@@ -60,7 +60,17 @@ CODES_OUT_OF_REACH = {
     "GL308": "torch itself raises at that line (requires_grad on an integer tensor), with its own message; "
              "no watcher yet (the mode would see requires_grad_ and the factories' requires_grad=True)",
     "GL105": "torch itself raises at the in-place op on a part of chunk/split/unbind, with its own message "
-             "(a function that returns multiple views); static mode names the op that made the part",
+             "(a function that returns multiple views), and on a view made inside a custom Function (a "
+             "Function's view output, a full backward hook's); static mode names what made the view",
+    "GL309": "a wrong gradient, not an error: at run time the product of a log-probability and a difference "
+             "is one mul among many; which operand is a sampled action's log-probability and which a "
+             "critic's baseline is read from the source (the `.log_prob(...)` call, the subtraction)",
+    "GL609": "a GradScaler's step()/unscale_()/update() are no torch function calls the mode sees: torch itself "
+             "raises at the next step()/unscale_() when update() was skipped, and a plain optimizer.step() on "
+             "scaled gradients is an ordinary step; static mode reads the scaler's calls around the loop",
+    "GL610": "setting a DDP model's require_backward_grad_sync is an attribute write, no torch call, and a backward "
+             "that does not all-reduce looks the same as one under no_sync() on purpose; static mode reads where "
+             "the flag is set relative to the forward",
 }
 
 # Bad examples of covered codes that only the deep level (saved-tensor hooks) sees.
@@ -79,10 +89,14 @@ DEEP_ONLY = {
         "the same: mul saved the row h[0] as its input; the write goes to another row of h",
     "GL102_inplace_on_saved_views::bad_rows_mixed_back_into_the_tensor_a_layer_read_them_from":
         "the same: a Linear layer saves its input (a row of h) for its weight's gradient",
+    "GL102_inplace_on_saved_views::bad_weight_of_a_conv_on_data_clamped_before_backward":
+        "the same: a Conv layer saves its weight for backward, also when its input is data",
     "GL102_inplace_on_saved_views::bad_input_of_a_layer_norm_shifted_in_place":
         "the same: a LayerNorm saves its input for backward",
     "GL102_inplace_on_saved_views::bad_two_heads_shift_the_same_features_in_place":
         "the same: the first head's Linear saved the features the second head shifts in place",
+    "GL102_inplace_on_saved_views::bad_second_head_offsets_what_the_first_heads_mixer_saved":
+        "the same: the first head's nested LayerNorm saved the codes the second head offsets in place",
     "GL103_inplace_through_data::bad_data_add_after_save": "x is saved as an input of x * x (needs the hooks)",
     "GL103_inplace_through_data::bad_helper_clips_before_backward":
         "w is saved as an input of w * w * x (needs the hooks)",
@@ -102,6 +116,8 @@ OUT_OF_REACH = {
     "GL501_graph_kept_alive_objects::bad_meter_given_the_loss_itself":
         "the running sum is an attribute of a local object (`meter.total`): the scan after backward() reads "
         "locals and self attributes, not the attributes of other objects",
+    "GL501_graph_kept_alive_objects::bad_log_whose_own_add_keeps_the_tensor":
+        "the same: the list is an attribute of a local object (`log.entries`)",
     "GL501_graph_kept_alive_objects::bad_metric_sums_a_score_computed_from_the_model_output":
         "the same: the sum is an attribute of a local object (`score.total`)",
     "GL501_graph_kept_alive_objects::bad_class_level_cache_written_in_forward":
@@ -177,6 +193,9 @@ OUT_OF_REACH = {
         "the snapshot a helper stored in a dict is only read through Python after the example returns "
         "(its result): the runtime sees a snapshot restored by load_state_dict(), not reads of a dict",
     "GL401_state_dict_alias::bad_initial_state_then_helper_steps":
+        "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
+        "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
+    "GL401_state_dict_alias_reused::bad_snapshot_before_epochs_of_a_runner_that_picks_its_step":
         "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
         "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
     "GL203_detach_then_requires_grad::bad_sequential_layer_weight_made_a_new_leaf":

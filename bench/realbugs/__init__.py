@@ -55,9 +55,10 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "nonscalar-backward": "GL307",
     "int-requires-grad": "GL308",
     "misnamed-init": "GL608",
+    "target-not-detached": "GL309",
     # no rule yet (bench/realbugs/README.md says why)
     "clip-scaled-grads": "GL605",
-    "scaler-step-bypassed": None,
+    "scaler-step-bypassed": "GL609",
     "zero-grad-in-accumulation": "GL606",
     "checkpoint-no-grad-input": None,
     "cross-loss-grad-leak": None,
@@ -68,8 +69,8 @@ CATEGORIES: Dict[str, Optional[str]] = {
     "view-inplace-forbidden": "GL105",
     "function-backward-mutates-saved": None,
     "grad-without-create-graph": None,
-    "ddp-sync-skipped": None,
-    "scaler-update-skipped": None,
+    "ddp-sync-skipped": "GL610",
+    "scaler-update-skipped": "GL609",
     "ddp-reentrant-checkpoint": None,
 }
 

@@ -10,8 +10,11 @@ import libcst as cst
 from gradlint.model import containers, torchapi as api
 from gradlint.model.env import Env
 from gradlint.model.names import dotted, grad_attribute, rebound_names
+from gradlint.model.freezing import unfreezes_elsewhere, unfrozen, with_params
 from gradlint.model.instances import instance_record
+from gradlint.model.modes import dropout_in_eval, set_mode
 from gradlint.model.multiviews import MULTI_VIEW_OPS
+from gradlint.model.customviews import HOOK_WRAPPING
 from gradlint.model.syntax import (
     const_bool, conversion_copies, dtype_conversion, kwarg, kwvalue, literal_arguments, positional,
 )
@@ -118,8 +121,7 @@ class CallMixin:
                     return self._construct(name, node, arg_values, Value(INSTANCE, node=name))
                 return UNKNOWN_VALUE
             out = Value(MODULE, params=None, made="inference" if self.inference else None, made_node=node, node=name)
-            self._construct(name, node, arg_values, out)
-            return out
+            return self._construct(name, node, arg_values, out)
         if type(func) is cst.Name:
             name = func.value
             if name in ("zero_grad", "zero_grads") and callee.kind == UNKNOWN:
@@ -193,13 +195,25 @@ class CallMixin:
         if init is None:
             return obj
         if name in self.walked_classes and not any(a.kind not in (UNKNOWN, CONST, SCALAR) for a in args):
-            return obj  # its walk at the definition saw as much
-        self.init_attrs = None
+            # its walk at the definition saw as much
+            return self._frozen_instance(name, obj, self.frozen_inits.get(name))
+        self.init_attrs, self.init_self = None, None
         self._call_function(init, call, args, obj, None)
         bound, self.init_attrs = self.init_attrs, None
+        me, self.init_self = self.init_self, None
+        if obj.kind == MODULE:
+            return self._frozen_instance(name, obj, me)
         if obj.kind != INSTANCE or bound is None:
             return obj
         return instance_record(self, name, obj, bound)
+
+    def _frozen_instance(self, name: str, obj: Value, me: Optional[Value]) -> Value:
+        """A module whose ``__init__`` left ``self`` frozen as a whole (``self.requires_grad_(False)``
+        or a loop freezing every ``self.parameters()``, and nothing that may hold parameters bound
+        after it) is frozen, unless another method of its class may unfreeze it (freezing.py)."""
+        if me is not None and me.kind == MODULE and me.params is False and not unfreezes_elsewhere(self, name):
+            return with_params(obj, False)
+        return obj
 
     def enter_class_of(self, fn: Any) -> bool:
         """Make the class of method ``fn`` the enclosing class (its attributes, its bases)."""
@@ -391,6 +405,11 @@ class CallMixin:
             self.log("clip", dotted(node.args[0].value) if node.args else None, node)
             self._escape(args)
             return UNKNOWN_VALUE
+        if q.startswith("torch.") and q.endswith("GradScaler"):
+            # an AMP GradScaler: an object of its own (its step()/update() calls are paired by
+            # identity, and a scaler made in a loop is a new one each iteration)
+            self._escape(args)
+            return Value(UNKNOWN, made="grad_scaler", made_node=node)
         if q in api.GRAD_OFF or q in api.GRAD_ON or q in api.SET_GRAD:
             # a grad-mode context object (`off = torch.no_grad()`; `with off:` later): certainly
             # no tensor, and it keeps its call, so that a `with` of the name switches the mode
@@ -435,7 +454,8 @@ class CallMixin:
             tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
             if tensors:
                 if q in api.INPLACE_KW_FUNCS and const_bool(kwvalue(node, "inplace")) is True \
-                        and not _writes_nothing(q, node):
+                        and not _writes_nothing(q, node) \
+                        and not dropout_in_eval(self, q, node):
                     self.inplace(node, tensors[0], f"`{q.rsplit('.', 1)[-1]}(..., inplace=True)`")
                 last = q.rsplit(".", 1)[-1]
                 pos = [v for a, v in zip(node.args, args) if a.keyword is None]
@@ -474,6 +494,8 @@ class CallMixin:
             return layers  # nn.Sequential(*layers), nn.ModuleList([...]), nn.ModuleDict({...})
         if q in api.CONTAINER_MODULES:
             has = [a.params for a in args if a.kind == MODULE]
+            if all(a.keyword is None and not a.star for a in node.args):
+                self.sequence_layers(args)  # (customviews.py)
             prev = None
             for arg, v in zip(node.args, args):
                 if v.kind == MODULE and v.inplace and prev is not None and prev.act in api.SAVES_OUTPUT:
@@ -548,6 +570,18 @@ class CallMixin:
             return UNKNOWN_VALUE
         if attr in ("step", "zero_grad"):
             self._train_call(receiver, attr, node)
+        elif attr in ("update", "unscale_") and kind == UNKNOWN:
+            self.scaler_call(attr, node)  # GradScaler.update(), GradScaler.unscale_(optimizer)
+        if attr == "apply" and kind == CLASS:
+            out = self.function_applied(receiver, args)  # a custom Function returning a view (customviews.py)
+            if out is not None:
+                return out
+        if attr in HOOK_WRAPPING:
+            self._escape(args)
+            return self.backward_hooked(receiver, node)  # (customviews.py)
+        if attr == "remove" and receiver.id in self.hook_handles:
+            self.hook_removed(receiver)
+            return UNKNOWN_VALUE
         if attr == "mark_dirty":
             self.dirty.update(a.id for a in args)
             return UNKNOWN_VALUE
@@ -573,7 +607,13 @@ class CallMixin:
                         self.freeze(key)
                         self.bind_key(key, frozen)
                     return frozen
+                if receiver.params is False and key is not None:
+                    free = unfrozen(receiver)  # its parameters require grad again (freezing.py)
+                    self.env[key] = free  # (the same object: what is bound on it stays)
+                    return free
                 return receiver
+            if attr in ("train", "eval"):
+                set_mode(self, dotted(node.func.value), attr, node, receiver)  # type: ignore[attr-defined]
             if attr in ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type"):
                 if (self.inference and receiver.made is None and receiver.made_node is not None
                         and conversion_copies(attr, node)):

@@ -8,6 +8,7 @@ from typing import Dict, List
 import libcst as cst
 
 from gradlint.model.containers import NAMED_TUPLE
+from gradlint.model.freezing import attribute_bound
 from gradlint.model.lattice import FREED, join_envs  # noqa: F401 (FREED re-exported)
 from gradlint.model.names import dotted
 from gradlint.model.values import (
@@ -30,8 +31,10 @@ class EnvMixin:
             for k in stale:
                 del env[k]
                 self._dotted_keys -= 1
-        if ("." in key or "[" in key) and key not in env:
-            self._dotted_keys += 1
+        if "." in key or "[" in key:
+            if key not in env:
+                self._dotted_keys += 1
+            attribute_bound(env, key, value)  # `self.head = nn.Linear(...)` after a freeze (freezing.py)
         old = env.get(key)
         if old is not None and old is not value and old.kind == TENSOR and not old.is_param:
             # the name now holds another value: later backward() calls through this name no

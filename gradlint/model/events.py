@@ -17,10 +17,12 @@ from gradlint.model.values import INSTANCE, MODULE, OPTIMIZER, TENSOR, TUPLE, UN
 class Event:
     """One training-step call, in walk order: kind is 'backward', 'step', 'zero_grad', 'grad_set'
     (``p.grad = g``: gradients given by hand), 'clip' (``clip_grad_norm_``),
-    'zero_grad_keep' (set_to_none=False, p.grad.zero_()); ``key`` names the receiver."""
+    'zero_grad_keep' (set_to_none=False, p.grad.zero_()), 'unscale' and 'scaler_update' (a
+    GradScaler's ``unscale_(optimizer)`` and ``update()``; its ``step(optimizer)`` is a 'step');
+    ``key`` names the receiver (the optimizer, for a scaler's step and unscale_)."""
 
     __slots__ = ("seq", "kind", "key", "node", "loops", "statement", "function", "exits", "value", "starts",
-                 "root", "once", "conds", "module", "chain", "levels")
+                 "root", "once", "conds", "module", "chain", "levels", "target")
 
     def __init__(self, seq: int, kind: str, key: Optional[str], node: Any, loops: Tuple[Any, ...],
                  statement: Any, function: Any) -> None:
@@ -47,6 +49,9 @@ class Event:
         # statement itself; per loop in ``loops``: how many of those calls were made outside it
         self.chain: Tuple[Any, ...] = ()
         self.levels: Tuple[int, ...] = ()
+        # a GradScaler's 'step', 'unscale' or 'scaler_update': ``(the scaler's key, the value its
+        # optimizer argument holds (None for update()), the value the scaler's key holds)``
+        self.target: Optional[Tuple[Optional[str], Optional[Value], Optional[Value]]] = None
 
 
 class Branch:
@@ -178,7 +183,26 @@ class EventMixin:
                     and params.alias_of is not None and self._module_at(owner) is params.alias_of):
                 self.events[-1].module = owner
         elif receiver.kind == UNKNOWN and "scaler" in last and node.args:
-            self.log("step", dotted(node.args[0].value), node)  # GradScaler.step(optimizer)
+            self.scaler_call("step", node)  # GradScaler.step(optimizer)
+
+    def scaler_call(self, attr: str, node: cst.Call) -> None:
+        """``S.step(optimizer)``, ``S.unscale_(optimizer)``, ``S.update()`` of an object the model
+        does not know whose name says it is a (GradScaler) scaler: logged as 'step' (the
+        optimizer's key), 'unscale' (likewise) and 'scaler_update' (the scaler's key)."""
+        key = dotted(node.func.value)  # type: ignore[attr-defined]
+        if "scaler" not in (key or "").rsplit(".", 1)[-1].lower():
+            return
+        if attr == "update":
+            self.log("scaler_update", key, node)
+        elif node.args:
+            opt = dotted(node.args[0].value)
+            self.log("step" if attr == "step" else "unscale", opt, node)
+        else:
+            return
+        if self.events and self.events[-1].node is node:
+            opt_key = self.events[-1].key if attr != "update" else None
+            self.events[-1].target = (key, self.lookup(opt_key) if opt_key is not None else None,
+                                      self.lookup(key) if key is not None else None)
 
     def _module_at(self, key: str) -> Optional[Value]:
         """The module a dotted key names now (``gen``, ``self.nets.gen``), without reading it."""

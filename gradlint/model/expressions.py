@@ -171,6 +171,11 @@ class ExpressionMixin:
             self.last_read[key] = len(self.events)
             self.last_read_tick[key] = self.tick
             self.frame_reads[(self.frames[-1], key)] = (len(self.events), self.tick)
+            head, _, rest = key.partition(".")
+            obj = self.env.get(head)
+            if obj is not None and obj.kind == INSTANCE:
+                # `self.best` read in any method walked with this very object (a callback's)
+                self.object_reads[(obj.id, rest)] = (len(self.events), self.tick)
             if key in self.env:
                 if self.loops:  # `self.hidden` read in a loop body, as for a name
                     loop = self.own_loop()
@@ -273,10 +278,13 @@ class ExpressionMixin:
         if view and base.kind == TENSOR:
             self.view_base[out.id] = self.view_base.get(base.id, base)
             self.view_part(base, out)
+            self.custom_view_part(base, out)
         # made under inference_mode, or a view of an inference tensor: an inference tensor
         out.inference = base.inference if view else self.inference
         if op is not None and out.rg is True:
             self._record_saves(op, out, base, others, node)
+        if op == "flatten" and out.rg is True and base.kind == TENSOR and base.leaf is not False:
+            out.leaf = None  # flattening nothing (a 2-D input, Flatten's default dims) returns the leaf itself
         for o in others:
             if o.kind == SCALAR and o.src is not None:
                 # a number taken out of a graph tensor, folded back in as a constant
@@ -333,13 +341,20 @@ class ExpressionMixin:
         if any(r is True for r in rgs):
             if grad is True:
                 rg_inputs = [o for o in flat if o.kind == TENSOR and o.rg]
-                return Value(
+                out = Value(
                     TENSOR, rg=True, leaf=False,
                     probable=all(o.probable for o in rg_inputs),
                     view_of_leaf=view and base.leaf_requiring_grad,
                     **deps_of(rg_inputs),
                     cuts=cuts,
                 )
+                if len(rg_inputs) == 1 and not taint and all(r is not None for r in rgs):
+                    # its graph comes through that input only (guards.no_graph_through)
+                    self.sole_source[out.id] = rg_inputs[0].id
+                if self.grad_assumed:
+                    # made in the caller's grad mode, whatever it is (guards.made_with_grad_off)
+                    self.assumed_made[out.id] = self.frames[-1] if self.frames else 0
+                return out
             if grad is False:
                 return plain_tensor(cuts=cuts)
             return Value(TENSOR, rg=None, leaf=None, cuts=cuts)

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model.names import dotted
-from gradlint.model.values import NONE_VALUE, TENSOR, UNKNOWN_VALUE, Value
+from gradlint.model.values import NONE_VALUE, TENSOR, UNKNOWN_VALUE, Value, plain_tensor
 
 Guards = Tuple[List[str], List[str]]
 _NONE: Guards = ([], [])
@@ -145,3 +145,46 @@ def narrow(model: Any, keys: List[str]) -> Dict[str, Value]:
 def widen(model: Any, saved: Dict[str, Value]) -> None:
     for key, v in saved.items():
         model.env[key] = v
+
+
+def requires_grad_guards(test: Any) -> Guards:
+    """The names whose ``requires_grad`` ``test`` proves false: (in the body, in the else)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        in_body, in_else = requires_grad_guards(test.expression)
+        return in_else, in_body
+    if isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
+        key = dotted(test.value)
+        return ([], [key]) if key is not None else _NONE
+    return _NONE
+
+
+def no_graph_through(model: Any, keys: List[str]) -> None:
+    """Where ``x.requires_grad`` is false: a tensor that requires grad only through ``x`` (made
+    from it by operations whose only input that may require grad is ``x``: ``y = torch.sigmoid(x)``,
+    model.sole_source) has no graph either."""
+    for key in keys:
+        x = model.env.get(key)
+        if x is None or x.kind != TENSOR or x.rg is False:
+            continue
+        for k, v in list(model.env.items()):
+            if k == key or v.kind != TENSOR or v.rg is False or x.id not in v.deps:
+                continue
+            src = model.sole_source.get(v.id)
+            while src is not None and src != x.id:
+                src = model.sole_source.get(src)
+            if src == x.id:
+                model.env[k] = plain_tensor(cuts=v.cuts)
+
+
+def made_with_grad_off(model: Any) -> None:
+    """Entering the branch of ``if torch.is_grad_enabled()`` that runs with grad off, in a call
+    whose grad mode is its caller's (not set in it): what this call computed so far, in that same
+    mode, was computed with grad off too, and has no graph (``y = torch.sigmoid(x)`` before
+    ``if torch.is_grad_enabled(): ... else: y.mul_(2)``; model.assumed_made)."""
+    if not model.grad_assumed or model.grad_enabled is not True:
+        return
+    frame = model.frames[-1] if model.frames else 0
+    made = model.assumed_made
+    for k, v in list(model.env.items()):
+        if v.kind == TENSOR and v.rg is not False and made.get(v.id) == frame:
+            model.env[k] = plain_tensor(cuts=v.cuts)

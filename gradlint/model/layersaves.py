@@ -10,8 +10,11 @@ import libcst as cst
 from gradlint.model.syntax import const_bool, kwvalue
 from gradlint.model.values import MODULE, Value
 
-# Linear/Conv save their weight (for the input's gradient) and their input (for the weight's)
+# Linear/Conv save their weight (for the input's gradient) and their input (for the weight's);
+# Linear its weight only when the input requires grad, a convolution whenever its output does
+# (torch 2.13, checked: a Conv applied to data keeps its weight for backward, a Linear does not)
 SAVES_WEIGHT = frozenset("torch.nn." + n for n in "Linear Conv1d Conv2d Conv3d".split())
+SAVES_WEIGHT_ALWAYS = frozenset("torch.nn." + n for n in "Conv1d Conv2d Conv3d".split())
 # layers that save their input whenever their output requires grad (torch 2.13: native_layer_norm,
 # native_group_norm; with the input requiring grad, or the affine weight trainable)
 SAVES_INPUT = frozenset({"torch.nn.LayerNorm", "torch.nn.GroupNorm"})

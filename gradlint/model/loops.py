@@ -15,7 +15,8 @@ from gradlint.model.values import TENSOR, next_id
 class Loop:
     """A loop being walked: the names bound before it, and where its values start."""
 
-    __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products", "level", "before")
+    __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products", "level", "before",
+                 "branch_depth", "exit_tick")
 
     def __init__(self, node: Any, outer: set, start_id: int, level: int = 0) -> None:
         self.node = node
@@ -33,12 +34,18 @@ class Loop:
         self.products: Dict[int, set] = {}
         # backward() calls in the body through a graph built before the loop: (node, value, key)
         self.before: List[Any] = []
+        # how many branches (`if` tests, else/except markers) enclosed the loop: more, in its
+        # body, means code that runs on some passes only
+        self.branch_depth = 0
+        self.exit_tick: Optional[int] = None  # the statement count when this walk of it ended
 
 
 class LoopMixin:
     def enter_loop(self, node: Any, outer: set) -> None:
         self.loops.append(Loop(node, outer, next_id(), len(self.inline_stack)))
+        self.loops[-1].branch_depth = len(self.conditions) + len(self.branches)
         self.loop_depth += 1
+        self.loop_frames.setdefault(id(node), set()).add(self.frames[-1])
 
     def carried_cause(self, value: Any) -> Any:
         """In a loop's second pass: the statement that bound ``value`` at the end of the first
@@ -69,6 +76,7 @@ class LoopMixin:
         self.loop_depth -= 1
         self.tick += 1
         self.loop_exit_seq[id(loop.node)] = self.tick
+        loop.exit_tick = self.tick
         # names the body reads before rebinding them: the next iteration reads the last one's
         self.loop_first_reads.setdefault(id(loop.node), set()).update(
             k for k, st in loop.first_use.items() if st is not None)

@@ -8,9 +8,12 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.freezing import owner_frozen, with_params
 from gradlint.model.loops import carried_attributes
+from gradlint.model.modes import DROPOUT_MODULES, in_eval
 from gradlint.model.names import canonical, dotted, node_children, subtree
-from gradlint.model.layersaves import SAVES_INPUT as _SAVES_INPUT, SAVES_WEIGHT as _SAVES_WEIGHT, affine as _affine, \
+from gradlint.model.layersaves import SAVES_INPUT as _SAVES_INPUT, SAVES_WEIGHT as _SAVES_WEIGHT, \
+    SAVES_WEIGHT_ALWAYS as _SAVES_WEIGHT_ALWAYS, affine as _affine, \
     input_layer as _input_layer
 from gradlint.model.lattice import deps_of
 from gradlint.model.containers import keeps_structure
@@ -207,9 +210,26 @@ class ObjectMixin:
         return verdict
 
     def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
+        start = next_id()
+        out = self._module_call(module, args, node)
+        if module.id in self.hooked:  # a full backward hook wraps its outputs (customviews.py)
+            return self.hooked_output(module, out, start)
+        return out
+
+    def _module_call(self, module: Value, args: List[Value], node: Any) -> Value:
         if module.made == "inference" and self.grad_enabled is True:
             self._emit("inference_module", (module.made_node, module))
-        walked = self._walk_forward(module, args, node)
+        if module.params is not False and type(node) is cst.Call and owner_frozen(self.env, dotted(node.func)):
+            module = with_params(module, False)  # a submodule of a module frozen as a whole (freezing.py)
+        # (a module in eval mode: its forward runs in eval mode, modes.py)
+        evaluated = module.id not in self.eval_ids and type(node) is cst.Call and in_eval(self, dotted(node.func))
+        if evaluated:
+            self.eval_ids.add(module.id)
+        try:
+            walked = self._walk_forward(module, args, node)
+        finally:
+            if evaluated:
+                self.eval_ids.discard(module.id)
         if walked is not None:
             return walked
         tensors = [a for a in args if a.kind in (TENSOR, TUPLE)]
@@ -219,8 +239,11 @@ class ObjectMixin:
             # through its inputs
             module = Value(MODULE, params=False, act=module.act, inplace=module.inplace, node=module.node)
         if module.params is False:
+            if module.node == "Identity" and module.node not in self.classes and len(args) == 1:
+                return args[0]  # nn.Identity returns its input itself
             if tensors:
-                if module.inplace and tensors[0].kind == TENSOR:
+                if module.inplace and tensors[0].kind == TENSOR and not (
+                        module.node in DROPOUT_MODULES and in_eval(self, dotted(node.func))):
                     self.inplace(node, tensors[0], f"`{module.node}(inplace=True)`")
                 rest = [a for a in args if a is not tensors[0]]
                 return self._derived(tensors[0], rest, node, op=module.act,
@@ -243,11 +266,16 @@ class ObjectMixin:
                 out.made = "layer"
             self.add_saver(out)  # e.g. Linear saves its input to compute the weight's grad
             self.record_saved_weights(module, args, out, node)
-            if module.node in _SAVES_WEIGHT and any(a.kind == TENSOR and a.rg is True for a in args):
-                # a Linear/Conv layer saves its weight to compute its input's gradient
+            input_rg = any(a.kind == TENSOR and a.rg is True for a in args)
+            if module.node in _SAVES_WEIGHT and (input_rg or (
+                    module.node in _SAVES_WEIGHT_ALWAYS and module.params is True and self._weight_trainable(node))):
+                # a Linear/Conv layer saves its weight to compute its input's gradient (a Conv
+                # whenever its output requires grad: layersaves.py)
                 name = module.node.rsplit(".", 1)[-1]
+                why = ("saved for its input's gradient" if input_rg
+                       else "kept by the convolution even for an input that needs no grad")
                 self.saved.setdefault(self.layer_param(module, "weight").id, []).append(
-                    (out.id, f"the weight of `{name}`, saved for its input's gradient"))
+                    (out.id, f"the weight of `{name}`, {why}"))
             if module.node in _SAVES_WEIGHT and module.params is True and args and args[0].kind == TENSOR \
                     and self._weight_trainable(node):
                 # and its input, to compute the weight's gradient (whether the input requires
@@ -384,7 +412,8 @@ class ObjectMixin:
             return self._call_function(fn, node, args, module, owner)
         # the same forward with inputs of the same shape was walked already (another call site
         # of the module, another instance): its result, with this call's graph
-        key = (id(fn), self.grad_enabled, tuple(_shape(a) for a in args))
+        key = (id(fn), self.grad_enabled, module.params is False, in_eval(self, owner),
+               tuple(_shape(a) for a in args))
         seen = self.forward_memo.get(key)
         binds = owner is not None and binds_own_attributes(fn, self.binds_cache)
         if binds:
@@ -405,6 +434,11 @@ class ObjectMixin:
                 # what that walk wrote in place into an input, written into this call's argument
                 # (`token += self.pos` in forward: the tensor passed now may be saved already)
                 self.inplace(at, args[i], op)
+            if like is not None and like.kind == TENSOR and like.rg is True:
+                for i, what in self.forward_input_saves.get(key, ()):
+                    # and what it saved of an input, saved of this call's argument (after the
+                    # writes: within one call, what the forward writes first it saves after)
+                    self.record_saved(args[i], like.id, what)
             return like
         else:
             start, before = next_id(), {k: len(v) for k, v in self.saved.items()}
@@ -422,6 +456,8 @@ class ObjectMixin:
             self.forward_saves[key] = [(k, v[before.get(k, 0)][1]) for k, v in self.saved.items()
                                        if (k < start or k in params) and k not in inputs
                                        and len(v) > before.get(k, 0)]
+            self.forward_input_saves[key] = [(i, what) for i, a in enumerate(args) if a.kind == TENSOR
+                                             for _, what in self.saved.get(a.id, [])[before.get(a.id, 0):]]
         if out is None or self.grad_enabled is not True:
             return None
         if out.kind == TENSOR and out.rg is not None:
@@ -429,7 +465,7 @@ class ObjectMixin:
         if out.kind == TUPLE and out.made is None:
             # what the walk could not tell is what any module call gives: a graph output
             items = tuple(i if i.kind != UNKNOWN and not (i.kind == TENSOR and i.rg is None)
-                          else self._module_output(args, node) for i in out.items)
+                          else self._output_for(i, args, node) for i in out.items)
             return Value(TUPLE, items=items, keys=out.keys)  # (a forward returning a dict: by key)
         return None
 
@@ -457,13 +493,20 @@ class ObjectMixin:
     def _like(self, seen: Value, args: List[Value]) -> Optional[Value]:
         """A fresh value shaped like a memoised forward result, depending on this call's inputs."""
         if seen.kind == TENSOR and seen.rg is not None:
-            if seen.rg is False:
-                return plain_tensor()
-            return self._module_output(args, None)
+            out = plain_tensor() if seen.rg is False else self._module_output(args, None)
+            self.carry_scores(seen, out)  # (a log-probability it returned: scores.py)
+            return out
         if seen.kind == TUPLE and seen.made is None:
             return Value(TUPLE, items=tuple(self._like(i, args) or self._module_output(args, None) for i in seen.items),
                          keys=seen.keys)
         return None
+
+    def _output_for(self, item: Value, args: List[Value], node: Any) -> Value:
+        """A module output standing for ``item`` (what its forward returned, not known to the
+        walk): its facts about log-probabilities stay (scores.py)."""
+        out = self._module_output(args, node)
+        self.carry_scores(item, out)
+        return out
 
     def _module_output(self, args: List[Value], node: Any) -> Value:
         deps = deps_of(a for a in args if a.kind == TENSOR and a.rg)

@@ -11,7 +11,10 @@ part, each in a file named for it:
 - ``calls``: calls and summaries (functions, lambdas and methods of the file),
 - ``objects``: modules and instances, ``loops``: loops, ``events``: training events,
 - ``multiviews``: the parts of chunk/split/unbind (views torch forbids writing in place),
-- ``shapes``: element counts (one, several, one per sample) as far as ``backward()`` needs them.
+- ``customviews``: views made inside a custom Function (a Function's view output, the outputs
+  of a module with a full backward hook), which torch forbids writing in place too,
+- ``shapes``: element counts (one, several, one per sample) as far as ``backward()`` needs them,
+- ``scores``: log-probabilities (`.log_prob(...)`) and the differences that weight them.
 
 Rules query it through ``value_of(expr)``, ``grad_enabled``, ``qualname(expr)`` and the events
 it emits (``on_backward``). Only ``gradlint.model.walk`` drives it.
@@ -35,14 +38,17 @@ from gradlint.model.imports import ImportMixin, ModuleScope
 from gradlint.model.loops import Loop, LoopMixin  # noqa: F401
 from gradlint.model.names import ImportMap, canonical
 from gradlint.model.multiviews import MultiViewMixin
+from gradlint.model.customviews import CustomViewMixin
 from gradlint.model.objects import ObjectMixin
+from gradlint.model.scores import ScoreMixin
 from gradlint.model.shapes import ShapeMixin
 from gradlint.model.statements import StatementMixin
 from gradlint.model.values import UNKNOWN_VALUE, Value, element_of  # noqa: F401
 
 
 class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, DtypeMixin, ObjectMixin,
-            LoopMixin, EventMixin, ImportMixin, ShapeMixin, ContainerMixin, WeightMixin, MultiViewMixin):
+            LoopMixin, EventMixin, ImportMixin, ShapeMixin, ContainerMixin, WeightMixin, MultiViewMixin,
+            CustomViewMixin, ScoreMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
         self.env: Env = {}
@@ -73,6 +79,15 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # the parts of chunk/split/unbind (multiviews.py)
         self.multi_views: Dict[int, str] = {}
         self.part_seqs: set = set()
+        # views made inside a custom Function: modules with a full backward hook, their handles,
+        # the views, the Functions that return views, and the order of nn.Sequential's layers
+        # (customviews.py)
+        self.hooked: Dict[int, Any] = {}
+        self.hook_handles: Dict[int, int] = {}
+        self.custom_views: Dict[int, str] = {}
+        self.view_functions: Dict[int, str] = {}
+        self.next_layer: Dict[int, Value] = {}
+        self.inplace_scans: Dict[int, Tuple[Any, bool]] = {}
         # per enclosing class: "self.<attr>" -> the module/method value assigned in the class
         self.class_attrs: List[Dict[str, Value]] = []
         # per enclosing function: the values it returns
@@ -119,6 +134,13 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.walked_classes: set = set()
         # what the `__init__` walked at a construction bound on self, by attribute (calls._construct)
         self.init_attrs: Optional[Dict[str, Value]] = None
+        self.init_self: Optional[Value] = None  # what `self` held at the end of that `__init__`
+        self.frozen_inits: Dict[str, Optional[Value]] = {}  # the same, at the class's definition
+        # id of a tensor made by an operation with one input that requires grad -> that input's id
+        self.sole_source: Dict[int, int] = {}
+        self.eval_ids: set = set()  # modules put in eval mode before any name held them (modes.py)
+        # id of a tensor computed in a call's own grad mode (its caller's) -> that call's frame
+        self.assumed_made: Dict[int, int] = {}
         # in a function walked at a call made with grad off (no_grad, set_grad_enabled(False)):
         # the outermost such call, where the graph is lost for what the callee computes
         self.grad_off_site: Any = None
@@ -132,6 +154,11 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # id of an input of a custom Function's forward -> (that forward, the input's position)
         self.fn_inputs: Dict[int, Tuple[Any, int]] = {}
         self._memo: Dict[int, Value] = {}
+        # log-probabilities and subtractions (scores.py): value id -> where the log-probability
+        # came from; value id -> (the value subtracted from, the value subtracted)
+        self.log_probs: Dict[int, Any] = {}
+        self.differences: Dict[int, Tuple[Value, Value]] = {}
+        self.score_values: Dict[int, Value] = {}
         # calls of this file's functions being walked with their arguments (see calls.py), the
         # walker's entry for doing so, and how many such walks this file may still make
         self.inline_stack: List[Any] = []
@@ -187,9 +214,14 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.frames: List[int] = [0]
         self.frame_count = 0
         self.frame_reads: Dict[Tuple[int, str], Tuple[int, int]] = {}
+        # (id of an instance of a class of the file, attribute chain) -> the same, at the last
+        # read of that attribute of that object by any name (`self.best` in each method's walk)
+        self.object_reads: Dict[Tuple[int, str], Tuple[int, int]] = {}
         # ids of values carried over a loop's back edge that the second pass read
         self.carried_reads: set = set()
         self.loop_first_reads: Dict[int, set] = {}
+        # id of a loop node -> the frames whose walk entered it (its function's walks, `frames`)
+        self.loop_frames: Dict[int, set] = {}
         # ids of manual-update statements (`w = w - lr * w.grad`) whose result was made a leaf again
         self.releafed: set = set()
         # (forward of a class of the file, grad mode, input shapes) -> what its walk returned
@@ -201,6 +233,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # the same key -> (argument position, node, op) of each in-place write that walk made
         # to one of its inputs (or a view of one): the same call again writes the new argument
         self.forward_writes: Dict[Any, List[Tuple[int, Any, str]]] = {}
+        # the same key -> (argument position, what) of each input that walk saved for backward
+        # (a LayerNorm first in a layer of the forward): the same call again saves the new argument
+        self.forward_input_saves: Dict[Any, List[Tuple[int, str]]] = {}
         # every in-place write, in walk order: (node, value, op)
         self.inplace_log: List[Tuple[Any, Any, str]] = []
         # id of a tensor (not a parameter) -> events logged when its name was bound to something else
@@ -239,6 +274,6 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
     def value_of(self, node: cst.BaseExpression) -> Value:
         v = self._memo.get(id(node))
         if v is None:
-            v = self._eval(node)
+            v = self.scored(node, self._eval(node))
             self._memo[id(node)] = v
         return v

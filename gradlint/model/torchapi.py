@@ -201,7 +201,7 @@ SAVES_SELF = frozenset({"pow", "square"})
 # modules and their op
 MODULE_ACTS = {
     "torch.nn.Sigmoid": "sigmoid", "torch.nn.Tanh": "tanh", "torch.nn.ReLU": "relu",
-    "torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax",
+    "torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax", "torch.nn.Flatten": "flatten",
 }
 # F.* functions that take inplace=True (and modules that do)
 INPLACE_KW_FUNCS = frozenset(

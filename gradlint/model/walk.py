@@ -16,7 +16,10 @@ from gradlint.model import torchapi as api
 from gradlint.model.names import child_fields as _fields, dotted, is_node as _is_node, subtree
 from gradlint.model.env import FREED
 from gradlint.model.events import Branch
-from gradlint.model.guards import narrow, none_test_outcome, type_guards, widen
+from gradlint.model.freezing import freeze_after_loop
+from gradlint.model.guards import (
+    made_with_grad_off, narrow, no_graph_through, none_test_outcome, requires_grad_guards, type_guards, widen,
+)
 from gradlint.model.objects import harvest as _harvest
 from gradlint.model.state import Model, element_of
 from gradlint.model.walk_calls import CallWalker
@@ -288,10 +291,15 @@ class Walker(CallWalker):
             self._block(node.body)
             if cls is not None and model.class_attrs and model.class_stack and model.class_stack[-1] is cls:
                 _harvest(node, model.env, model.class_attrs[-1])
+                if node.name.value == "__init__" and node.params.params:
+                    # what `self` holds at its end: frozen as a whole or not (freezing.py)
+                    model.frozen_inits[cls.name.value] = model.env.get(node.params.params[0].name.value)
         finally:
             model.frames.pop()
             model.function_stack.pop()
             returned = model.returns.pop()
+            if role == "fn_input" and model.class_stack:
+                model.function_returns(model.class_stack[-1], node, returned)  # (customviews.py)
             model.restore(saved_env)
             model.grad_enabled, model.scope_kind, model.loop_depth = saved_grad, saved_kind, saved_loop
             model.grad_assumed, model.loops = saved_assumed, saved_loops
@@ -417,8 +425,20 @@ class Walker(CallWalker):
 
     def _if(self, node: cst.If) -> None:
         model = self.model
-        if node.orelse is None and model.parameter_literal(node.test) in ("False", "None"):
-            return  # `if no_dec:` in a function this call gives `no_dec=False`: the body does not run
+        literal = model.parameter_literal(node.test)
+        grad_test = _grad_mode_test(model, node.test)
+        if grad_test is not None and model.grad_enabled is not None and not model.grad_assumed:
+            # `if torch.is_grad_enabled():` where this walk knows the mode: one branch runs
+            literal = "True" if model.grad_enabled == grad_test else "False"
+        if literal in ("False", "None") and type(node.orelse) is not cst.If:
+            # `if no_dec:` in a function this call gives `no_dec=False`: the body does not run
+            # (its code is checked by the walk at the definition)
+            if node.orelse is not None:
+                self._block(node.orelse.body)
+            return
+        if literal == "True":
+            self._block(node.body)  # (and its else does not)
+            return
         self.walk(node.test)
         model.value_of(node.test)
         before = model.snapshot()
@@ -429,12 +449,19 @@ class Walker(CallWalker):
         # `if out is None:` where `out` certainly is (or is not) None: the other branch is walked
         # (rules see its code) but its path does not reach the code after the `if`
         outcome = none_test_outcome(model, node.test)
+        if outcome is None:
+            # `if validation:` where this call gives `validation=False`: the path of the other
+            # branch does not run here (it is walked all the same: rules see its code)
+            literal = model.parameter_literal(node.test)
+            outcome = None if literal is None else literal == "True"
         grad_before = (model.grad_enabled, model.grad_assumed)
+        no_grad_in_body, no_grad_in_else = requires_grad_guards(node.test)
+        no_graph_through(model, no_grad_in_body)  # `if not x.requires_grad: y.mul_(2)` (guards.py)
         for key in not_in_body:  # `if not torch.is_tensor(x): x = torch.tensor(x)`: no tensor here
             if model.env.get(key) is not None and model.env[key].kind == TENSOR:
                 model.bind_key(key, UNKNOWN_VALUE)
-        grad_test = _grad_mode_test(model, node.test)
         if grad_test is False:  # `if not torch.is_grad_enabled(): y.mul_(2)`: grad is off there
+            made_with_grad_off(model)  # (and was where this call computed what it holds: guards.py)
             model.grad_enabled, model.grad_assumed = False, False
         try:
             terminated = self._block(node.body)
@@ -451,6 +478,7 @@ class Walker(CallWalker):
             grad_after_body = (model.grad_enabled, model.grad_assumed)
         model.grad_enabled, model.grad_assumed = grad_before
         model.restore(dict(before))
+        no_graph_through(model, no_grad_in_else)
         for key in not_in_else:
             if model.env.get(key) is not None and model.env[key].kind == TENSOR:
                 model.bind_key(key, UNKNOWN_VALUE)
@@ -463,6 +491,7 @@ class Walker(CallWalker):
             model.branches.append(Branch(node, node.test, negated=True))
             else_ends = False
             if grad_test is True:  # the else of `if torch.is_grad_enabled():` runs with grad off
+                made_with_grad_off(model)
                 model.grad_enabled, model.grad_assumed = False, False
             try:
                 if type(orelse) is cst.If:
@@ -574,6 +603,8 @@ class Walker(CallWalker):
             self._loop_body(node.body, node.orelse, node, outer)
         finally:
             model.once_depth -= once
+        if it.kind in ("params", "named_params") and isinstance(it.node, str):
+            freeze_after_loop(model, it.node, node)
 
     def _while(self, node: cst.While) -> None:
         self.walk(node.test)

@@ -201,6 +201,7 @@ class CallWalker:
                 n = len(me) + 1
                 model.init_attrs = {k[n:]: v for k, v in end.items()
                                     if k.startswith(me + ".") and "." not in k[n:] and "[" not in k[n:]}
+                model.init_self = end.get(me)
         # effects on the caller: attributes bound on the receiver, graphs freed
         if receiver is not None and receiver_key is not None and fn.params.params:
             me = fn.params.params[0].name.value + "."

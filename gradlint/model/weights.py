@@ -2,9 +2,11 @@
 backward, and under which name each frame of the walk knows that layer (rule GL503: an
 optimizer's step() between the forward that saved a weight and the backward that needs it).
 
-torch (2.13) facts, checked: ``Linear``/``Conv`` save their weight for the input's gradient only
-when the input requires grad; an ``nn.Sequential`` runs its layers in order, so a layer's input
-requires grad once the sequence's input does or an earlier layer with trainable parameters ran;
+torch (2.13) facts, checked: ``Linear`` saves its weight for the input's gradient only when the
+input requires grad; ``Conv1d``/``Conv2d``/``Conv3d`` save it whenever the output requires grad
+(a first layer applied to data, its weight trainable, too: the convolution's backward saves
+both operands); an ``nn.Sequential`` runs its layers in order, so a layer's input requires grad
+once the sequence's input does or an earlier layer with trainable parameters ran;
 ``optimizer.step()`` writes in place (a new version) each parameter that has a ``.grad``.
 """
 
@@ -14,9 +16,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from gradlint.model.layersaves import SAVES_WEIGHT, SAVES_WEIGHT_ALWAYS
 from gradlint.model.names import dotted
 
-SAVES_WEIGHT = frozenset("torch.nn." + n for n in "Linear Conv1d Conv2d Conv3d".split())
 
 
 class WeightMixin:
@@ -34,11 +36,11 @@ class WeightMixin:
         rg = any(a.kind == "tensor" and a.rg is True for a in args)
         saved: List[Tuple[Any, str]] = []
         if module.node in SAVES_WEIGHT:
-            if rg:
+            if rg or module.node in SAVES_WEIGHT_ALWAYS:
                 saved.append((module, key))
         elif module.items and module.node is None and all(i.kind == "module" for i in module.items):
             for i, layer in enumerate(module.items):  # an nn.Sequential of layers given in place
-                if layer.node in SAVES_WEIGHT and rg:
+                if layer.node in SAVES_WEIGHT and (rg or layer.node in SAVES_WEIGHT_ALWAYS):
                     saved.append((layer, f"{key}[{i}]"))
                 if layer.params is True:
                     rg = True
