@@ -356,7 +356,19 @@ def _run_rules(display: str, text: str, module: Any, rule_classes: List[type], o
         findings.extend(positioned(display, text, module, sink, dict(options.severity), walker.model.scopes))
     findings = apply_noqa(findings, text, display)
     findings.sort(key=Finding.sort_key)
+    _tear_down(walker, rules)
     return findings
+
+
+def _tear_down(walker: Any, rules: List[Any]) -> None:
+    """Drop what one file's walk built. The walker, its model and the rules refer to one another
+    (bound methods, the model's callbacks), so without this their values, environments and scopes
+    wait for the cyclic collector; dropped here, reference counting frees them at once."""
+    model = getattr(walker, "model", None)
+    for obj in (model, walker, *rules):
+        d = getattr(obj, "__dict__", None)
+        if d is not None:
+            d.clear()
 
 
 def _called_with_grad_off(sink: List[Any], model: Any, project: Any) -> List[Any]:
@@ -520,11 +532,15 @@ LINT_GC_THRESHOLD = (50_000, 200, 100)
 def few_collections() -> Any:
     """Lint with ``LINT_GC_THRESHOLD``, then give the process its thresholds back (the flake8
     plugin and the pytest plugin lint inside someone else's process)."""
+    from gradlint import index
+
     old = gc.get_threshold()
     gc.set_threshold(*LINT_GC_THRESHOLD)
+    index.FREEZE_TREES = True
     try:
         yield
     finally:
+        index.FREEZE_TREES = False
         # what the run made and still holds (the index's trees) is moved out of the collector's
         # sight first: with the old thresholds back, the next young collection would otherwise
         # escalate to a full one over all of it (seconds, and again when the interpreter exits);
@@ -537,6 +553,9 @@ def _init_worker(parent: Optional[int] = None, big_lock: Any = None) -> None:
     global _BIG_LOCK
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     gc.set_threshold(*LINT_GC_THRESHOLD)  # a worker of ours: no one else's thresholds to keep
+    from gradlint import index
+
+    index.FREEZE_TREES = True
     registry()
     _BIG_LOCK = big_lock
     if parent is None:

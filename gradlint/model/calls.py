@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.model import containers, torchapi as api
 from gradlint.model.env import Env
-from gradlint.model.names import dotted, grad_attribute, rebound_names
+from gradlint.model.names import dotted, grad_attribute, rebound_names, string_value
 from gradlint.model.freezing import unfreezes_elsewhere, unfrozen, with_params
 from gradlint.model.instances import instance_record
 from gradlint.model.modes import dropout_in_eval, set_mode
@@ -591,9 +591,9 @@ class CallMixin:
             # `self.register_buffer("mean", torch.zeros(3))`: the buffer is the attribute `self.mean`
             key, name = dotted(node.func.value), node.args[0].value  # type: ignore[attr-defined]
             if key is not None and type(name) is cst.SimpleString and node.args[1].keyword is None:
-                self.bind_key(f"{key}.{name.evaluated_value}", args[1])
+                self.bind_key(f"{key}.{string_value(name)}", args[1])
                 if key == "self" and self.class_stack:
-                    self.buffer_names.add((self.class_stack[-1].name.value, name.evaluated_value))
+                    self.buffer_names.add((self.class_stack[-1].name.value, string_value(name)))
             return UNKNOWN_VALUE
         if kind == MODULE:
             if attr == "requires_grad_":

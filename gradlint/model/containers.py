@@ -24,6 +24,7 @@ from typing import Any, List, Optional, Tuple
 
 import libcst as cst
 
+from gradlint.model.names import string_value
 from gradlint.model.values import (
     CONST, CONST_VALUE, INSTANCE, MODULE, SCALAR, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, union,
 )
@@ -61,7 +62,7 @@ def const_key(node: cst.BaseExpression) -> Any:
     """The constant a subscript or ``.get`` uses (``"loss"``, ``0``, ``-1``), else ``_NO_KEY``."""
     t = type(node)
     if t is cst.SimpleString:
-        text = node.evaluated_value  # type: ignore[attr-defined]
+        text = string_value(node)  # type: ignore[arg-type]
         return text if isinstance(text, str) else _NO_KEY
     if t is cst.Integer:
         return int(node.value, 0)  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from typing import List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.names import string_value
 from gradlint.model.syntax import kwarg, positional
 from gradlint.model.values import TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, plain_tensor
 
@@ -69,7 +70,8 @@ class DtypeMixin:
         if node is None:
             return None
         if type(node) is cst.SimpleString:
-            text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
+            text = string_value(node)
+            text = text if isinstance(text, str) else ""
             return api.INT_TENSOR_TYPES.get(text.rsplit(".", 1)[-1]) if text.startswith("torch.") else None
         q = self.qualname(node)
         if q is None or not q.startswith("torch."):

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.names import ImportMap, dotted
+from gradlint.model.names import ImportMap, dotted, string_value
 from gradlint.model.values import CLASS, FUNCTION, NAMESPACE, UNKNOWN_VALUE, Value
 
 
@@ -366,7 +366,7 @@ def _all_names(module: Any) -> Optional[List[str]]:
                         and isinstance(small.value, (cst.List, cst.Tuple)):
                     names = []
                     for el in small.value.elements:
-                        if type(el.value) is cst.SimpleString and isinstance(el.value.evaluated_value, str):
-                            names.append(el.value.evaluated_value)
+                        if type(el.value) is cst.SimpleString and isinstance(string_value(el.value), str):
+                            names.append(string_value(el.value))
                     return names
     return None

@@ -5,11 +5,11 @@ walked with such an instance (or a dataclass) sees them as ``self.x``."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from gradlint.model.names import dotted, subtree
+from gradlint.model.names import dotted, node_fact, subtree
 from gradlint.model.values import INSTANCE, NAMED_PARAMS, PARAMS, Value
 
 
@@ -60,29 +60,41 @@ def _rebound_elsewhere(model: Any, name: str) -> Optional[set]:
             continue
         seen.add(c)
         todo.extend(info.bases)
-        for mname, fn in info.methods.items():
-            me = fn.params.params[0].name.value if fn.params.params else None
-            if me is None:
-                continue
-            for n in subtree(fn.body):
-                t = type(n)
-                if t is cst.Call and (dotted(n.func) or "") in ("setattr", "self.__dict__.update", "vars"):
-                    return None
-                if t is cst.Attribute and n.attr.value == "__dict__":
-                    return None
-                if mname == "__init__":
-                    continue
-                targets: List[Any] = []
-                if t is cst.Assign:
-                    targets = [x.target for x in n.targets]
-                elif t in (cst.AugAssign, cst.AnnAssign):
-                    targets = [n.target]
-                while targets:
-                    x = targets.pop()
-                    if isinstance(x, (cst.Tuple, cst.List)):
-                        targets.extend(e.value for e in x.elements)
-                    elif type(x) is cst.StarredElement:
-                        targets.append(x.value)
-                    elif type(x) is cst.Attribute and type(x.value) is cst.Name and x.value.value == me:
-                        out.add(x.attr.value)
+        for fn in info.methods.values():
+            dynamic, attrs = node_fact("self_attrs", fn, _self_attrs)
+            if dynamic:
+                return None
+            out |= attrs
     return out
+
+
+def _self_attrs(fn: Any) -> Tuple[bool, frozenset]:
+    """Does ``fn`` bind attributes in a way the model does not see (``setattr``, ``__dict__``),
+    and which attributes of its first parameter it assigns (none for ``__init__``)?"""
+    me = fn.params.params[0].name.value if fn.params.params else None
+    if me is None:
+        return False, frozenset()
+    init = fn.name.value == "__init__"
+    out: set = set()
+    for n in subtree(fn.body):
+        t = type(n)
+        if t is cst.Call and (dotted(n.func) or "") in ("setattr", "self.__dict__.update", "vars"):
+            return True, frozenset()
+        if t is cst.Attribute and n.attr.value == "__dict__":
+            return True, frozenset()
+        if init:
+            continue
+        targets: List[Any] = []
+        if t is cst.Assign:
+            targets = [x.target for x in n.targets]
+        elif t in (cst.AugAssign, cst.AnnAssign):
+            targets = [n.target]
+        while targets:
+            x = targets.pop()
+            if isinstance(x, (cst.Tuple, cst.List)):
+                targets.extend(e.value for e in x.elements)
+            elif type(x) is cst.StarredElement:
+                targets.append(x.value)
+            elif type(x) is cst.Attribute and type(x.value) is cst.Name and x.value.value == me:
+                out.add(x.attr.value)
+    return False, frozenset(out)

@@ -8,7 +8,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from gradlint.model.lattice import FREED, must_deps
-from gradlint.model.names import dotted, node_children, reads_key, rebound_names
+from gradlint.model.names import dotted, node_children, node_fact, reads_key, rebound_names
 from gradlint.model.values import TENSOR, next_id
 
 
@@ -119,6 +119,10 @@ _CUTTING = frozenset({"detach", "detach_", "data", "item", "tolist", "numpy", "s
 def _reads_only_cut(stmt: Any, key: str) -> bool:
     """Does ``stmt`` read ``key`` only through a cut (``h.detach()``, ``h.data``, ``h.item()``),
     so that nothing of the previous iteration's graph flows into what it computes?"""
+    return node_fact(("cut", key), stmt, lambda n: _scan_reads_only_cut(n, key))
+
+
+def _scan_reads_only_cut(stmt: Any, key: str) -> bool:
     reads = cut = 0
     stack = [stmt]
     while stack:
@@ -151,6 +155,10 @@ def loop_freed(body_ends: List[Dict[str, Any]], born: int) -> set:
 def leaves_early(body: Any) -> bool:
     """Does a ``break`` or ``continue`` of this loop occur in ``body``? The walk follows the
     body to its end only: a pass that leaves early may skip what the rest of the body does."""
+    return node_fact("leaves_early", body, _scan_leaves_early)
+
+
+def _scan_leaves_early(body: Any) -> bool:
     stack = [body]
     while stack:
         n = stack.pop()

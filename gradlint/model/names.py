@@ -40,6 +40,19 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
 
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9_]*$")
+_STRINGS: Dict[str, Any] = {}
+
+
+def string_value(node: cst.SimpleString) -> Any:
+    """``node.evaluated_value``, remembered by the literal's source text: libcst evaluates it with
+    ``ast.literal_eval`` at every read, and the model reads the same keys (``d["x"]``) very often."""
+    raw = node.value
+    v = _STRINGS.get(raw, _STRINGS)
+    if v is _STRINGS:
+        if len(_STRINGS) > 50_000:
+            _STRINGS.clear()
+        v = _STRINGS[raw] = node.evaluated_value
+    return v
 
 
 def _constant_index(node: cst.Subscript) -> Optional[str]:
@@ -49,7 +62,7 @@ def _constant_index(node: cst.Subscript) -> Optional[str]:
     if type(v) is cst.Integer:
         return f"[{v.value}]"
     if type(v) is cst.SimpleString:
-        text = v.evaluated_value
+        text = string_value(v)
         if isinstance(text, str) and _SAFE_KEY.match(text):
             return f"[{text!r}]"
     return None
@@ -208,6 +221,24 @@ def node_children(node: cst.CSTNode) -> List[cst.CSTNode]:
         elif is_node(t):
             out.append(c)
     return out
+
+
+_FACTS: Dict[Tuple[Any, int], Tuple[Any, Any]] = {}
+
+
+def node_fact(tag: Any, node: Any, compute: Any) -> Any:
+    """``compute(node)``, remembered per (``tag``, node) for the process: for facts that depend on
+    a syntax node alone (a scan of a function's body), which the walk asks again at every call of
+    the function. The entry holds the node, so its id cannot be reused while it is remembered."""
+    key = (tag, id(node))
+    hit = _FACTS.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    if len(_FACTS) > 200_000:
+        _FACTS.clear()
+    value = compute(node)
+    _FACTS[key] = (node, value)
+    return value
 
 
 def subtree(node: cst.CSTNode, nested: bool = True) -> Iterator[cst.CSTNode]:

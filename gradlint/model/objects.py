@@ -11,7 +11,7 @@ from gradlint.model import torchapi as api
 from gradlint.model.freezing import owner_frozen, with_params
 from gradlint.model.loops import carried_attributes
 from gradlint.model.modes import DROPOUT_MODULES, in_eval
-from gradlint.model.names import canonical, dotted, node_children, subtree
+from gradlint.model.names import canonical, dotted, node_children, node_fact, subtree
 from gradlint.model.layersaves import SAVES_INPUT as _SAVES_INPUT, SAVES_WEIGHT as _SAVES_WEIGHT, \
     SAVES_WEIGHT_ALWAYS as _SAVES_WEIGHT_ALWAYS, affine as _affine, \
     input_layer as _input_layer
@@ -192,21 +192,14 @@ class ObjectMixin:
             if inner is None:
                 verdict = None
         for method in info.methods.values():
-            for n in subtree(method.body):
-                if type(n) is cst.Call:
-                    last = (dotted(n.func) or "").rsplit(".", 1)[-1]
-                    if last in ("Parameter", "register_parameter"):
-                        return True
-                elif isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None:
-                    targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
-                    if not any(type(t) is cst.Attribute and type(t.value) is cst.Name
-                               and t.value.value == "self" for t in targets):
-                        continue
-                    bound = _bound_params(self, n.value, imports, seen, method)
-                    if bound is True:
-                        return True
-                    if bound is None:
-                        verdict = None
+            for value in node_fact("param_sites", method, _param_sites):
+                if value is None:
+                    return True  # nn.Parameter(...) / register_parameter(...)
+                bound = _bound_params(self, value, imports, seen, method)
+                if bound is True:
+                    return True
+                if bound is None:
+                    verdict = None
         return verdict
 
     def _call_module(self, module: Value, args: List[Value], node: Any) -> Value:
@@ -572,3 +565,20 @@ def _plain_parameter(method: Any, name: str) -> bool:
         return isinstance(d, (cst.Integer, cst.Float, cst.SimpleString)) or (
             type(d) is cst.Name and d.value in ("True", "False"))
     return False
+
+
+def _param_sites(method: Any) -> List[Any]:
+    """In the order ``class_params`` reads them: None for a call of ``Parameter`` or
+    ``register_parameter``, else the value of an assignment to an attribute of ``self``."""
+    out: List[Any] = []
+    for n in subtree(method.body):
+        if type(n) is cst.Call:
+            last = (dotted(n.func) or "").rsplit(".", 1)[-1]
+            if last in ("Parameter", "register_parameter"):
+                out.append(None)
+        elif isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None:
+            targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+            if any(type(t) is cst.Attribute and type(t.value) is cst.Name
+                   and t.value.value == "self" for t in targets):
+                out.append(n.value)
+    return out

@@ -31,6 +31,7 @@ from typing import Any, List, NamedTuple, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.names import string_value
 from gradlint.model.syntax import kwarg, kwvalue, positional
 from gradlint.model.values import MODULE, SCALAR, TENSOR, Value, next_id
 
@@ -138,7 +139,7 @@ def _reduction(call: cst.Call) -> Optional[str]:
     if arg is None:
         return "mean"
     if type(arg.value) is cst.SimpleString:
-        return str(arg.value.evaluated_value)
+        return str(string_value(arg.value))
     return None
 
 

@@ -8,6 +8,7 @@ from typing import Any, Dict, FrozenSet, List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.names import string_value
 
 
 def const_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
@@ -107,7 +108,8 @@ def conversion_copies(attr: str, node: cst.Call, dtype: Optional[str] = "float32
     for a in node.args:
         v = a.value
         if type(v) is cst.SimpleString:
-            text = v.evaluated_value if isinstance(v.evaluated_value, str) else ""
+            text = string_value(v)
+            text = text if isinstance(text, str) else ""
             if text.startswith(("cuda", "mps", "xpu", "meta")):
                 return True
             if text != "cpu":

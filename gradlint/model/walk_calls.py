@@ -11,7 +11,7 @@ import libcst as cst
 
 from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
-from gradlint.model.names import DEFINITION_TYPES, call_facts, dotted, node_children
+from gradlint.model.names import DEFINITION_TYPES, call_facts, dotted, node_children, node_fact
 from gradlint.model.instances import record_state
 from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
 from gradlint.model.syntax import literal_arguments
@@ -410,6 +410,10 @@ def _is_generator(fn: cst.FunctionDef) -> bool:
 
 def _falls_off(fn: cst.FunctionDef) -> bool:
     """A function without any ``return value`` statement (it returns None)."""
+    return node_fact("falls_off", fn, _scan_falls_off)
+
+
+def _scan_falls_off(fn: cst.FunctionDef) -> bool:
     stack = node_children(fn.body)
     while stack:
         n = stack.pop()
