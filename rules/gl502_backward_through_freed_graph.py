@@ -31,7 +31,11 @@ class BackwardThroughFreedGraph(Rule):
     `backward()` comes first. For a graph built before a loop, at
     the statement that builds it (compute it under `no_grad`, detach it, or compute it inside
     the loop), with the `backward()` in the loop; for a recurrent state, at its first use in the
-    loop (detach it there).
+    loop (detach it there). A call that asks the graph for the gradient of another input on each
+    iteration (`for x in inputs: torch.autograd.grad(out, x)`) is meant to share it: at that call
+    (pass `retain_graph=True` on all iterations but the last). Iterating over a tensor (`for row
+    in out`, `[r for r in out]`) gives its rows, views that carry its graph (`out.unbind(0)`); the
+    outputs given to one call (`autograd.grad([a, b], x)`) are back-propagated together.
 
     After an `if`/`else`, `a if c else b`, `try`/`except` or a loop, only what a loss depends
     on on every path counts: a part of the graph that one path only computes is not reported.
@@ -158,10 +162,16 @@ class BackwardThroughFreedGraph(Rule):
                     "made by a module that only the other loss's optimizer updates (the first of the two backward() "
                     "calls frees it): detach it here")
 
-    def on_graph_before_loop(self, node: Any, value: Any) -> None:
+    def on_graph_before_loop(self, node: Any, value: Any, loop: Any = None) -> None:
         """A backward() in a loop (without retain_graph) of a value that depends on a graph built
         before the loop, still the value the next iteration back-propagates."""
         model = self.model
+        if _inputs_per_iteration(node, loop):
+            # `for x in inputs: autograd.grad(out, x)`: one graph, the gradient of another input
+            # on each iteration: it is meant to be shared, and this call is what frees it
+            self.report(node, what="this call frees a graph built before the loop, and the next iteration asks it "
+                        "for the gradient of another input (pass retain_graph=True on every iteration but the last)")
+            return
         start = None
         for d in sorted(must_deps(value)):
             if d in model.savers:
@@ -194,6 +204,32 @@ class BackwardThroughFreedGraph(Rule):
             what=f"`{key}` carries the previous iteration's graph into this one (a backward() in the loop freed it); "
             f"the second iteration back-propagates into it",
         )
+
+
+def _inputs_per_iteration(node: Any, loop: Any) -> bool:
+    """Is ``node`` ``torch.autograd.grad(out, inputs)`` (or ``backward(inputs=...)``) whose
+    inputs read a name that ``loop`` (a ``for``) binds: each iteration asks for other gradients?"""
+    if type(loop) is not cst.For or type(node) is not cst.Call:
+        return False
+    bound, stack = set(), [loop.target]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Name:
+            bound.add(n.value)
+        stack.extend(node_children(n))
+    name = dotted(node.func) or ""
+    if name.endswith("autograd.grad") or name == "grad":
+        given = [a.value for a in node.args if a.keyword is None][1:2]
+    else:
+        given = []
+    given += [a.value for a in node.args if a.keyword is not None and a.keyword.value == "inputs"]
+    stack = list(given)
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Name and n.value in bound:
+            return True
+        stack.extend(node_children(n))
+    return False
 
 
 def _stepped_after(events: List[Any], seq: Any) -> Optional[str]:

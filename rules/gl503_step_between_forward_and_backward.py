@@ -18,7 +18,12 @@ class StepBetweenForwardAndBackward(Rule):
     graph gave the weight its gradient. Typical forms: a GAN whose discriminator is stepped
     between its own loss's `backward(retain_graph=True)` and the generator loss's `backward()`
     through the same discriminator pass; a second loss that reuses an output computed before
-    another optimizer's step.
+    another optimizer's step; a recurrent state carried from one iteration into the next without
+    `.detach()` while `backward(retain_graph=True)` keeps its graph (the layer that took the
+    state in saved its weight, the iteration's `step()` changed it, and the next iteration's
+    `backward()` goes on into that graph: reported at the state's first use in the loop, where
+    it should be detached). Recurrent layers (`RNN`, `LSTM`, `GRU` and their cells) save their
+    weights when their input or hidden state requires grad.
 
     A `Linear` layer saves its weight when its input requires grad (the weight is needed for the
     input's gradient); in an `nn.Sequential`, every `Linear` after a layer with trainable
@@ -100,6 +105,19 @@ class StepBetweenForwardAndBackward(Rule):
                     continue
                 self._report(node, value, s, step, level)
                 return
+
+    def on_loop_carried_stepped(self, statement: Any, key: str, step: Any) -> None:
+        """A recurrent state carried from one iteration into the next without ``.detach()``,
+        kept by ``backward(retain_graph=True)``: the graph of the state saved a weight that the
+        iteration's ``step()`` then changes in place, and the next iteration's ``backward()``
+        goes on into that graph."""
+        if self.model.expecting_error:
+            return
+        self.report(statement, context=(statement, ()),
+                    related=[(step.node, "the step() that changes the saved weights in place")],
+                    what=f"`{key}` carries the previous iteration's graph into this one (kept by "
+                    "backward(retain_graph=True)), whose saved weights that iteration's step() changed in place; "
+                    "this iteration's backward() goes through it")
 
     def _report(self, node: Any, value: Any, saver: int, step: Any, level: int) -> None:
         model = self.model

@@ -218,6 +218,10 @@ NOT_YET: set = {"GL503"}  # torch raises at the backward(); telling which step()
 
 # Bad examples reported inside the example but not at its marked line, and why.
 ELSEWHERE = {
+    "GL502_backward_through_freed_graph::bad_gradient_per_input_of_one_graph":
+        "at `rows = [...]`, the statement that made the graph the second autograd.grad() finds freed; static "
+        "mode reports the autograd.grad() call that asks that graph for another input's gradient on each "
+        "iteration (where retain_graph=True goes)",
     "GL604_optimizer_stale_params::bad_table_grown_by_method_after_grouped_optimizer":
         "at `self.table = nn.Embedding(...)` in the method, where the registration hook sees the new layer; "
         "static mode reports the call in the function that built the optimizer (the line to move)",

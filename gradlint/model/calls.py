@@ -365,6 +365,7 @@ class CallMixin:
         bound = receiver is not None and type(fn) is cst.FunctionDef and not any(
             (dotted(d.decorator) or "").endswith("staticmethod") for d in fn.decorators)
         self.inline_literals.append((fn, literal_arguments(fn, call, bound)))
+        given = dict(env) if bound and receiver_key is not None else None
         try:
             out = self.value_of(ret_value)
         finally:
@@ -372,6 +373,13 @@ class CallMixin:
             self.frame_keys.pop()
             self.env, self._memo, self.scope_kind, self._inlining = saved_env, saved_memo, saved_kind, False
             self.leave_class_of(pushed)
+        if given is not None and fn.params.params:
+            # `return self.head(self.merge(x))`: what the calls in the expression bound on the
+            # receiver's parts (`self.merge.activity`) is the caller's object's (`net.merge.activity`)
+            me = fn.params.params[0].name.value + "."
+            for k, v in env.items():
+                if k.startswith(me) and given.get(k) is not v:
+                    self.bind_key(receiver_key + k[len(me) - 1:], v)  # type: ignore[operator]
         before = union(a.cuts for a in args)
         for cut in out.cuts - before:  # a cut made inside the helper is reported at this call
             cut.node, cut.statement = call, self.current_statement

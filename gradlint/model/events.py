@@ -321,6 +321,9 @@ class EventMixin:
             self.backwarded_in.add((self.walk_root(), key))
         self.log("backward", key, node, value)
         loop = self.loops[-1] if self.loops else None
+        runs = []
+        if retain:
+            self.retaining.add(id(node))
         for v in values:
             self._emit("backward", (node, v))
             self.backwarded.update(ids_of(v))
@@ -335,9 +338,16 @@ class EventMixin:
                 # judged when the loop's walk ends (unless an earlier backward() freed the part:
                 # then the first iteration fails already, a finding of its own)
                 loop.before.append((node, v, key))
-            if not retain:
-                for loop in self.loops:
-                    loop.freed |= run
+            runs.append(run)
+        # the outputs of one call (`autograd.grad([a, b], x)`, `autograd.backward([l1, l2])`)
+        # are back-propagated together, in one pass: what they share is freed after all of them
+        for run in runs:
+            if retain:
+                for outer in self.loops:
+                    outer.retained |= run
+            else:
+                for outer in self.loops:
+                    outer.freed |= run
                 new = {d for d in run if d in self.savers}
                 for d in new:
                     if d not in self.freed_by:

@@ -152,7 +152,8 @@ class ExpressionMixin:
         try:
             comp = node.for_in
             while comp is not None:
-                self.bind_target(comp.target, element_of(self.value_of(comp.iter)))
+                it = self.value_of(comp.iter)
+                self.bind_target(comp.target, self.row_of(it, comp.iter) or element_of(it))  # type: ignore[attr-defined]
                 for cond in comp.ifs:
                     self.value_of(cond.test)
                 comp = comp.inner_for_in
@@ -164,6 +165,17 @@ class ExpressionMixin:
         if type(node) is cst.DictComp:
             return containers.make((v,), keys=(None,))
         return Value(TUPLE, items=(v,), made="comp")
+
+    def _subclass_attribute(self, key: str) -> Optional[Value]:
+        """``self.tap`` in a method inherited from a base class, called on an object of a
+        subclass that binds ``tap`` itself: the subclass's (looked up from the object's class
+        through its bases), not the class that defines the method."""
+        head, _, attr = key.partition(".")
+        recv = self.env.get(head)
+        if recv is None or recv.kind not in (MODULE, INSTANCE) or not isinstance(recv.node, str) \
+                or "." in attr or not self.class_stack or recv.node == self.class_stack[-1].name.value:
+            return None
+        return self._class_attribute(recv.node, key)  # type: ignore[attr-defined]
 
     def _eval_attribute(self, node: cst.Attribute) -> Value:
         key = dotted(node)
@@ -183,7 +195,7 @@ class ExpressionMixin:
                         loop.first_use[key] = self.current_statement
                 return self.read_value(self.env[key])
             if self.class_attrs and key in self.class_attrs[-1]:
-                return self.class_attrs[-1][key]
+                return self._subclass_attribute(key) or self.class_attrs[-1][key]
         base = self.value_of(node.value)
         if base.kind == NAMESPACE:
             return self.namespace_attribute(base, node.attr.value)

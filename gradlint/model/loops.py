@@ -10,13 +10,14 @@ import libcst as cst
 from gradlint.model.lattice import FREED, must_deps
 from gradlint.model.names import dotted, node_children, node_fact, reads_key, rebound_names
 from gradlint.model.values import TENSOR, next_id
+from gradlint.model.weights import covers
 
 
 class Loop:
     """A loop being walked: the names bound before it, and where its values start."""
 
     __slots__ = ("node", "outer", "start_id", "first_use", "freed", "products", "level", "before",
-                 "branch_depth", "exit_tick")
+                 "branch_depth", "exit_tick", "retained")
 
     def __init__(self, node: Any, outer: set, start_id: int, level: int = 0) -> None:
         self.node = node
@@ -38,6 +39,8 @@ class Loop:
         # body, means code that runs on some passes only
         self.branch_depth = 0
         self.exit_tick: Optional[int] = None  # the statement count when this walk of it ended
+        # ids of graph values that a backward(retain_graph=True) in the body went through
+        self.retained: set = set()
 
 
 class LoopMixin:
@@ -90,7 +93,7 @@ class LoopMixin:
                     carried |= must_deps(v)
             for node, value, _key in loop.before:
                 if any(d < loop.start_id and d in self.savers and d in carried for d in must_deps(value)):
-                    self._emit("graph_before_loop", (node, value))
+                    self._emit("graph_before_loop", (node, value, loop.node))
         # a name read at the top of the body that the body rebinds to a graph value freed by
         # the body's own backward(): the next iteration back-propagates into a freed graph
         for key, stmt in loop.first_use.items():
@@ -101,6 +104,35 @@ class LoopMixin:
             if feeds_backward and end is not None and end.kind == TENSOR and end.rg is True and any(
                     d >= loop.start_id for d in must_deps(end) & loop.freed & self.savers):
                 self._emit("loop_carried_graph", (stmt, key))
+            elif self.repeat and end is not None and end.kind == TENSOR and end.rg is True \
+                    and loop.products.get(id(stmt), set()) & loop.retained:
+                step = self._steps_saved_weights(loop, must_deps(end))
+                if step is not None:
+                    self._emit("loop_carried_stepped", (stmt, key, step))
+
+    def _steps_saved_weights(self, loop: Loop, deps: set) -> Any:
+        """On a loop's second pass (where the carried state requires grad): the ``step()`` event
+        that follows, in every iteration, the ``backward(retain_graph=True)`` of this loop and
+        updates a weight that the graph of ``deps`` (made in this pass, kept by that backward)
+        saved; None if there is none. The next iteration back-propagates into that graph."""
+        level = len(self.call_statements)  # type: ignore[attr-defined]
+        keys = [k[level] for d in deps if d >= loop.start_id and d in loop.retained
+                for _, k in self.weight_saves.get(d, ()) if level in k]  # type: ignore[attr-defined]
+        if not keys:
+            return None
+        events = self.events  # type: ignore[attr-defined]
+        for b in events:
+            if b.kind != "backward" or not b.loops or b.loops[-1] is not loop.node or b.exits \
+                    or id(b.node) not in self.retaining:  # type: ignore[attr-defined]
+                continue
+            for e in events[b.seq + 1:]:
+                if e.loops != b.loops or e.function is not b.function or e.root is not b.root or e.conds != b.conds:
+                    continue
+                if e.kind in ("zero_grad", "zero_grad_keep") or (e.kind == "step" and e.exits):
+                    break  # (no gradient left for the step to apply)
+                if e.kind == "step" and e.module is not None and any(covers(e.module, k) for k in keys):
+                    return e
+        return None
 
     def defined_before_loop(self, key: Optional[str]) -> bool:
         """Is ``key`` a name bound before the innermost loop (it outlives an iteration)?"""

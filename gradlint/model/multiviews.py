@@ -48,6 +48,17 @@ class MultiViewMixin:
         if op is not None:
             self.multi_views[out.id] = op
 
+    def row_of(self, value: Value, node: Any) -> Optional[Value]:
+        """One element when iterating over ``value`` (``for row in h``, ``[r for r in h]``): a
+        tensor iterates as ``h.unbind(0)`` (torch's ``Tensor.__iter__``), so each element is a
+        part of that multi-output view; a sequence of parts (``h.chunk(3)``) gives its parts.
+        None when ``value`` is no tensor."""
+        if value.kind != TENSOR:
+            return None
+        if value.id not in self.part_seqs:
+            value = self.multi_output_views(value, "unbind", [], node)
+        return self.part_of(value)
+
     def part_of(self, value: Value) -> Optional[Value]:
         """``for part in h.chunk(3)``: one part (None when ``value`` is no sequence of parts)."""
         parts = self.unpack_parts(value, 1)

@@ -10,8 +10,9 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.freezing import owner_frozen, with_params
 from gradlint.model.loops import carried_attributes
+from gradlint.model.selfbinds import binds_own_attributes, own_submodule_calls
 from gradlint.model.modes import DROPOUT_MODULES, in_eval
-from gradlint.model.names import canonical, dotted, node_children, node_fact, subtree
+from gradlint.model.names import canonical, dotted, node_fact, subtree
 from gradlint.model.layersaves import SAVES_INPUT as _SAVES_INPUT, SAVES_WEIGHT as _SAVES_WEIGHT, \
     SAVES_WEIGHT_ALWAYS as _SAVES_WEIGHT_ALWAYS, affine as _affine, \
     input_layer as _input_layer
@@ -104,29 +105,6 @@ def receiver_state(caller: Dict[str, Value], env: Dict[str, Value], receiver: Op
     for k, v in caller.items():
         if k.startswith(prefix):
             env.setdefault(me + k[len(receiver_key):], v)
-
-
-def binds_own_attributes(fn: cst.FunctionDef, cache: Dict[int, bool]) -> bool:
-    """Does method ``fn`` bind attributes of its first parameter to what a call returns
-    (``self.head = nn.Linear(...)``)? A call of it changes the object (``self.build()``), so
-    it is worth walking where it is called.
-    (``cache``: the answers for this file's functions, by id.)"""
-    got = cache.get(id(fn))
-    if got is None:
-        me = fn.params.params[0].name.value if fn.params.params else None
-        got = False
-        stack: List[Any] = [fn.body] if me is not None else []
-        while stack and not got:
-            n = stack.pop()
-            if isinstance(n, (cst.Assign, cst.AnnAssign)):
-                targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
-                got = type(n.value) is cst.Call and any(
-                    type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == me
-                    for t in targets)
-            elif not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseExpression)):
-                stack.extend(node_children(n))
-        cache[id(fn)] = got
-    return got
 
 
 class ObjectMixin:
@@ -408,7 +386,7 @@ class ObjectMixin:
         key = (id(fn), self.grad_enabled, module.params is False, in_eval(self, owner),
                tuple(_shape(a) for a in args))
         seen = self.forward_memo.get(key)
-        binds = owner is not None and binds_own_attributes(fn, self.binds_cache)
+        binds = owner is not None and self._forward_stores(module, fn)
         if binds:
             # `self.out = self.head(h)` in forward: what it binds is the caller's object's
             # (`model.out` after `model(x)`): walked at each call, for this owner (no memo)
@@ -461,6 +439,25 @@ class ObjectMixin:
                           else self._output_for(i, args, node) for i in out.items)
             return Value(TUPLE, items=items, keys=out.keys)  # (a forward returning a dict: by key)
         return None
+
+    def _forward_stores(self, module: Value, fn: cst.FunctionDef, depth: int = 0) -> bool:
+        """Does a call of ``module`` (whose ``forward`` is ``fn``) leave values on the object:
+        its ``forward`` binds an attribute of ``self`` to a value that is no literal
+        (``self.activity = y``), or calls a submodule of its own (``self.merge(h)``) whose
+        ``forward`` does (``model.merge.activity`` after ``model(x)``)? Up to 3 levels."""
+        if binds_own_attributes(fn, self.binds_cache, computed=True):
+            return True
+        if depth >= 2 or not fn.params.params or not isinstance(module.node, str):
+            return False
+        me = fn.params.params[0].name.value
+        for sub in own_submodule_calls(fn, me):
+            v = self._class_attribute(module.node, "self." + sub)
+            if v is None or v.kind != MODULE:
+                continue
+            inner = self.resolve_method(v, "forward")  # type: ignore[attr-defined]
+            if inner is not None and inner is not fn and self._forward_stores(v, inner, depth + 1):
+                return True
+        return False
 
     def _input_writes(self, args: List[Value], logged: int) -> List[Any]:
         """The in-place writes logged since ``logged`` whose tensor is one of ``args`` itself (by
@@ -544,8 +541,6 @@ def _bound_params(model: Any, value: Any, imports: Any, seen: set, method: Any =
     if name is not None and name in model.classes:
         return model.class_params(name, seen)
     return None
-
-
 
 
 _PLAIN_TYPES = frozenset({"bool", "int", "float", "str", "bytes"})

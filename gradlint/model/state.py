@@ -125,6 +125,7 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # op output id -> the trainable layer weights it saved, each with its layer's key per
         # frame (weights.py)
         self.weight_saves: Dict[int, List[Tuple[Any, Dict[int, str]]]] = {}
+        self.retaining: set = set()  # ids of the backward()/autograd.grad calls that keep the graph
         # keys (names) on which backward() was called
         self.backwarded_keys: set = set()
         self.backwarded_in: set = set()  # (walk root, key): where, for a local name

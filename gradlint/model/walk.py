@@ -589,7 +589,7 @@ class Walker(CallWalker):
         it = model.value_of(node.iter)
         outer = set(model.env)
         self.walk(node.target)
-        elem = model.part_of(it) or element_of(it)  # (`for part in h.chunk(3)`: multiviews.py)
+        elem = model.row_of(it, node.iter) or element_of(it)  # (`for part in h.chunk(3)`: multiviews.py)
         if it.kind in ("params", "named_params") and isinstance(it.node, str):
             p = elem.items[1] if elem.kind == "tuple" and len(elem.items) == 2 else elem
             model.param_owner[p.id] = it.node
@@ -766,7 +766,8 @@ class Walker(CallWalker):
         while comp is not None:
             self.walk(comp.iter)
             self.walk(comp.target)
-            model.bind_target(comp.target, element_of(model.value_of(comp.iter)))
+            it = model.value_of(comp.iter)
+            model.bind_target(comp.target, model.row_of(it, comp.iter) or element_of(it))
             for cond in comp.ifs:
                 self.walk(cond)
             comp = comp.inner_for_in

@@ -13,7 +13,8 @@ from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
 from gradlint.model.names import DEFINITION_TYPES, call_facts, dotted, node_children, node_fact
 from gradlint.model.instances import record_state
-from gradlint.model.objects import ClassInfo, binds_own_attributes, harvest as _harvest, receiver_state
+from gradlint.model.objects import ClassInfo, harvest as _harvest, receiver_state
+from gradlint.model.selfbinds import binds_own_attributes
 from gradlint.model.syntax import literal_arguments
 from gradlint.model.values import CONST, INSTANCE, MODULE, UNKNOWN, Value, join_values
 

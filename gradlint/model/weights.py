@@ -18,7 +18,11 @@ import libcst as cst
 
 from gradlint.model.layersaves import SAVES_WEIGHT, SAVES_WEIGHT_ALWAYS
 from gradlint.model.names import dotted
+from gradlint.model.values import flatten
 
+# recurrent layers: given an input or a hidden state that requires grad, the step multiplies it by
+# a weight, which is saved for that input's gradient (checked: LSTM, GRUCell)
+RECURRENT = frozenset("torch.nn." + n for n in "RNN LSTM GRU RNNCell LSTMCell GRUCell".split())
 
 
 class WeightMixin:
@@ -26,8 +30,8 @@ class WeightMixin:
         """``out`` is the output of the layer or ``nn.Sequential`` ``module`` called at ``node``:
         note the trainable weights it saved, each with the key of its layer in every frame of the
         walk (``weight_saves``)."""
-        if self.repeat or type(node) is not cst.Call:  # type: ignore[attr-defined]
-            return
+        if type(node) is not cst.Call:
+            return  # (also on a loop's second pass: the carried state there requires grad, loops.py)
         key = dotted(node.func)
         if key is not None and key.endswith(".forward"):
             key = key[: -len(".forward")]
@@ -38,6 +42,9 @@ class WeightMixin:
         if module.node in SAVES_WEIGHT:
             if rg or module.node in SAVES_WEIGHT_ALWAYS:
                 saved.append((module, key))
+        elif module.node in RECURRENT:
+            if any(t.kind == "tensor" and t.rg is True for a in args for t in flatten(a)):
+                saved.append((module, key))  # `lstm(x, (h, c))` with a state that requires grad
         elif module.items and module.node is None and all(i.kind == "module" for i in module.items):
             for i, layer in enumerate(module.items):  # an nn.Sequential of layers given in place
                 if layer.node in SAVES_WEIGHT and (rg or layer.node in SAVES_WEIGHT_ALWAYS):
