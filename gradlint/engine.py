@@ -242,7 +242,9 @@ def _parser_position(exc: Any) -> Tuple[int, int, str]:
 
 _NON_BRACKET = re.compile(r"[^()\[\]{}]+")
 _BRACKET_PAIR = re.compile(r"\(\)|\[\]|\{\}")
-_LONGISH_LINE = re.compile(r"[^\n]{2000}")
+# anchored at line starts: unanchored, the search tried every position of every line (a
+# quadratic scan: 0.32 s on pytorch-image-models against 0.07 s)
+_LONGISH_LINE = re.compile(r"^[^\n]{2000}", re.M)
 MAX_CHEAP_DEPTH = 100
 
 
@@ -280,7 +282,7 @@ def _compile_error(text: str) -> Optional[Tuple[int, int, str]]:
     return None
 
 
-_LONG_LINE = re.compile(r"[^\n]{20000}")
+_LONG_LINE = re.compile(r"^[^\n]{20000}", re.M)
 MAX_OPERANDS = 2000
 
 

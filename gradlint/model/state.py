@@ -14,7 +14,10 @@ part, each in a file named for it:
 - ``customviews``: views made inside a custom Function (a Function's view output, the outputs
   of a module with a full backward hook), which torch forbids writing in place too,
 - ``shapes``: element counts (one, several, one per sample) as far as ``backward()`` needs them,
-- ``scores``: log-probabilities (`.log_prob(...)`) and the differences that weight them.
+- ``scores``: log-probabilities (`.log_prob(...)`) and the differences that weight them,
+- ``freezing``: modules frozen as a whole (flow-sensitive), ``modes``: train/eval mode,
+- ``selfbinds``: what a method binds on its own object, ``pathconds``: the conditions of the
+  paths through a loop iteration (for rules that ask whether a path runs one call and skips another).
 
 Rules query it through ``value_of(expr)``, ``grad_enabled``, ``qualname(expr)`` and the events
 it emits (``on_backward``). Only ``gradlint.model.walk`` drives it.
