@@ -54,6 +54,7 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
             CustomViewMixin, ScoreMixin):
     def __init__(self, emit: Callable[[str, Tuple[Any, ...]], None]) -> None:
         self.imports = ImportMap()
+        self.root_text: Optional[str] = None  # the linted file's source (Walker.run)
         self.env: Env = {}
         self.grad_enabled: Optional[bool] = True
         # True while grad mode is on only by assumption (a function body without decorators or

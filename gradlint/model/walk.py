@@ -135,6 +135,7 @@ class Walker(CallWalker):
         self.model.walk_callee = self._walk_callee
         self.model.module_values = self._module_values
         self.model.root_module = module
+        self.model.root_text = text  # (None when the caller has no text: then rules may not skip by it)
         self.model.walk_statement = self._walk_statement
         self.walk(module)
         self._emit("finish", ())
