@@ -217,7 +217,7 @@ def node_children(node: cst.CSTNode) -> List[cst.CSTNode]:
             continue
         t = type(c)
         if t is tuple or t is list:
-            out.extend(x for x in c if is_node(type(x)))
+            out.extend(c)  # (libcst's sequence fields hold nodes only)
         elif is_node(t):
             out.append(c)
     return out

@@ -126,7 +126,10 @@ class Walker(CallWalker):
         if self.muted:
             return
         for fn in self.events.get(event, ()):
-            self._call(fn, *args)
+            try:
+                fn(*args)
+            except Exception as exc:  # (as _call: written out, this runs for every event)
+                self.errors.append(RuleError(fn.__self__, exc))  # type: ignore[attr-defined]
 
     def run(self, module: cst.Module, text: Optional[str] = None) -> None:
         if text is None or "set_default_dtype" in text or "set_default_tensor_type" in text:
@@ -147,7 +150,10 @@ class Walker(CallWalker):
         handlers = self.visit.get(name) if not self.muted else None
         if handlers:
             for h in handlers:
-                self._call(h, node)
+                try:
+                    h(node)
+                except Exception as exc:  # one rule's crash must not stop the others (as _call)
+                    self.errors.append(RuleError(h.__self__, exc))  # type: ignore[attr-defined]
         special = self._special.get(t)
         if special is not None:
             special(node)
@@ -156,7 +162,10 @@ class Walker(CallWalker):
         handlers = self.leave.get(name) if not self.muted else None
         if handlers:
             for h in handlers:
-                self._call(h, node)
+                try:
+                    h(node)
+                except Exception as exc:
+                    self.errors.append(RuleError(h.__self__, exc))  # type: ignore[attr-defined]
 
     def children(self, node: cst.CSTNode, skip: Tuple[str, ...] = ()) -> None:
         walk = self.walk
@@ -168,9 +177,8 @@ class Walker(CallWalker):
                 continue
             t = type(child)
             if t is tuple or t is list:
-                for c in child:
-                    if _is_node(type(c)):
-                        walk(c)
+                for c in child:  # (libcst's sequence fields hold nodes only)
+                    walk(c)
             elif _is_node(t):
                 walk(child)
 
