@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import importlib.metadata
+import inspect
 import json
 import re
 import subprocess
@@ -323,9 +324,29 @@ def _on(item, device):
         pytest.skip(f"CPU only: {reason}")
 
 
+_DISTRIBUTED: dict = {}
+
+
+def _distributed(fn) -> bool:
+    """Does the example's file make a torch.distributed process group?"""
+    path = inspect.unwrap(fn).__code__.co_filename
+    hit = _DISTRIBUTED.get(path)
+    if hit is None:
+        with open(path, encoding="utf-8") as fh:
+            hit = _DISTRIBUTED[path] = "init_process_group" in fh.read()
+    return hit
+
+
 def _run(fn, spec, *, deep=None, device="cpu"):
     """Run one example (under the monitor unless deep is None) with ``device`` as torch's
     default device: (result, exception, findings)."""
+    if deep is not None and _distributed(fn):
+        # seen in CI (torch 2.13, gloo): the DDP model's reducer, freed at the example's end, destroys
+        # its process group, whose destructor joins gloo's worker thread while holding the GIL; the
+        # worker is destroying a work item whose captured thread-local state holds the monitor's
+        # Python mode / saved-tensor hooks and waits for the GIL to drop them: a deadlock. Known
+        # gap of the runtime monitor on DDP programs (closing note 2026-11-27); not run under it here
+        pytest.skip("a gloo process group torn down under the monitor can deadlock (see _run)")
     torch.manual_seed(0)
     np.random.seed(0)
     result = exc = None
