@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 from gradlint.model import containers, torchapi as api
+from gradlint.model.classes import class_chain
 from gradlint.model.env import Env
 from gradlint.model.names import dotted, grad_attribute, rebound_names, string_value
 from gradlint.model.freezing import unfreezes_elsewhere, unfrozen, with_params
@@ -166,18 +167,10 @@ class CallMixin:
         this file), looked up through the file's base classes."""
         if receiver.kind not in (MODULE, INSTANCE) or not isinstance(receiver.node, str):
             return None
-        seen = set()
-        todo = [receiver.node]
-        while todo:
-            cls = todo.pop(0)
-            info = self.classes.get(cls)
-            if info is None or cls in seen:
-                continue
-            seen.add(cls)
-            fn = info.methods.get(name)
+        for _cls, info in class_chain(self.classes, receiver.node):
+            fn = info.methods.get(name) if info is not None else None
             if fn is not None:
                 return fn
-            todo.extend(info.bases)
         return None
 
     def _construct(self, name: Optional[str], call: cst.Call, args: List[Value], obj: Value) -> Value:

@@ -15,6 +15,7 @@ from typing import Any, Dict, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.classes import class_chain
 from gradlint.model.names import dotted, subtree
 from gradlint.model.syntax import const_bool
 from gradlint.model.values import MODULE, TENSOR, TUPLE, UNKNOWN, Value
@@ -109,15 +110,9 @@ def unfreezes_elsewhere(model: Any, name: str) -> bool:
     """Does a method of class ``name`` (or of its bases) other than ``__init__`` set
     ``requires_grad`` (``unfreeze()``): then a freeze in ``__init__`` is not the instance's
     last word on its parameters."""
-    seen: set = set()
-    todo = [name]
-    while todo:
-        c = todo.pop()
-        info = model.classes.get(c)
-        if info is None or c in seen:
+    for _c, info in class_chain(model.classes, name):
+        if info is None:
             continue
-        seen.add(c)
-        todo.extend(info.bases)
         for mname, fn in info.methods.items():
             if mname == "__init__":
                 continue

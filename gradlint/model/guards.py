@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from gradlint.model.classes import class_chain
 from gradlint.model.names import dotted
 from gradlint.model.values import NONE_VALUE, TENSOR, UNKNOWN_VALUE, Value, plain_tensor
 
@@ -104,20 +105,9 @@ def _call_test(model: Any, call: cst.Call) -> Guards:
 def _tensor_class(model: Any, name: str) -> bool:
     """Is ``name`` a class of the file or the project that derives from a tensor class (or from
     a class the model cannot read, which may)?"""
-    seen = set()
-    todo = [name.rsplit(".", 1)[-1]]
-    while todo:
-        c = todo.pop()
-        if c in seen:
-            continue
-        seen.add(c)
-        info = model.classes.get(c)
-        if info is None:
-            continue
-        for b in info.bases:
-            if "Tensor" in b or "Parameter" in b:
-                return True
-            todo.append(b)
+    for _c, info in class_chain(model.classes, name.rsplit(".", 1)[-1]):
+        if info is not None and any("Tensor" in b or "Parameter" in b for b in info.bases):
+            return True
     return False
 
 

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from gradlint.model.classes import class_chain
 from gradlint.model.names import dotted, node_fact, subtree
 from gradlint.model.values import INSTANCE, NAMED_PARAMS, PARAMS, Value
 
@@ -51,15 +52,9 @@ def _rebound_elsewhere(model: Any, name: str) -> Optional[set]:
     """The attributes of ``self`` that a method other than ``__init__`` of class ``name`` or of
     its bases assigns; None when one assigns attributes by a name the model does not see."""
     out: set = set()
-    seen: set = set()
-    todo = [name]
-    while todo:
-        c = todo.pop()
-        info = model.classes.get(c)
-        if info is None or c in seen:
+    for _c, info in class_chain(model.classes, name):
+        if info is None:
             continue
-        seen.add(c)
-        todo.extend(info.bases)
         for fn in info.methods.values():
             dynamic, attrs = node_fact("self_attrs", fn, _self_attrs)
             if dynamic:

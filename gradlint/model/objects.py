@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 from gradlint.model import torchapi as api
+from gradlint.model.classes import ClassInfo, class_chain
 from gradlint.model.freezing import owner_frozen, with_params
 from gradlint.model.loops import carried_attributes
 from gradlint.model.selfbinds import binds_own_attributes, own_submodule_calls
@@ -36,17 +37,6 @@ def _covers(frozen: str, key: str) -> bool:
     """Does freezing ``frozen`` reach ``key``, or the other way round (a module and its
     parameters, `enc` and `enc.weight`, `layers` and `layers[0]`)?"""
     return key == frozen or key.startswith((frozen + ".", frozen + "[")) or frozen.startswith((key + ".", key + "["))
-
-
-class ClassInfo:
-    """A class of this file, from the pass over definitions: its node, methods, base names."""
-
-    __slots__ = ("node", "bases", "methods")
-
-    def __init__(self, node: cst.ClassDef, bases: List[str]) -> None:
-        self.node = node
-        self.bases = bases
-        self.methods: Dict[str, cst.FunctionDef] = {}
 
 
 def harvest(fn: cst.FunctionDef, env: Dict[str, Value], table: Dict[str, Value]) -> None:
@@ -115,8 +105,7 @@ class ObjectMixin:
         name = stmt.name.value
         if name in self.classes:
             return None
-        bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in stmt.bases if b.keyword is None]
-        info = self.classes[name] = ClassInfo(stmt, bases)
+        info = self.classes[name] = ClassInfo.of(stmt)
         body = stmt.body.body if type(stmt.body) is cst.IndentedBlock else ()
         for s in body:
             if type(s) is cst.FunctionDef:
@@ -295,19 +284,10 @@ class ObjectMixin:
         return p
 
     def _class_attribute(self, cls: str, attr: str) -> Optional[Value]:
-        seen = set()
-        todo = [cls]
-        while todo:
-            c = todo.pop(0)
-            if c in seen:
-                continue
-            seen.add(c)
+        for c, _info in class_chain(self.classes, cls):
             v = self.class_tables.get(c, {}).get(attr)
             if v is not None:
                 return v
-            info = self.classes.get(c)
-            if info is not None:
-                todo.extend(info.bases)
         return None
 
     def later_class(self, name: str, seen: Optional[set] = None) -> Optional[Value]:

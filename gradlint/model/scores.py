@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from gradlint.model import torchapi as api
-from gradlint.model.values import CONST, MODULE, SCALAR, TENSOR, TUPLE, UNKNOWN, Value
+from gradlint.model.values import CONST, SCALAR, TENSOR, TUPLE, UNKNOWN, Value
 
 _VIEWS = api.VIEW_METHODS | {"reshape", "flatten", "squeeze", "unsqueeze", "contiguous"}
 

@@ -14,6 +14,7 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.names import child_fields as _fields, dotted, is_node as _is_node, subtree
+from gradlint.model.classes import class_chain
 from gradlint.model.env import FREED
 from gradlint.model.events import Branch
 from gradlint.model.freezing import freeze_after_loop
@@ -386,18 +387,7 @@ class Walker(CallWalker):
     def _lightning_module(self, name: str) -> bool:
         """Is the class ``name`` a LightningModule, through its bases (of this file or of the
         project's modules it imports: NeMo's ``ModelPT(LightningModule, ...)``)?"""
-        classes = self.model.classes
-        seen, todo = set(), [name]
-        while todo:
-            c = todo.pop()
-            if c == _LIGHTNING_MODULE:
-                return True
-            info = classes.get(c)
-            if c in seen or info is None:
-                continue
-            seen.add(c)
-            todo.extend(info.bases)
-        return False
+        return any(c == _LIGHTNING_MODULE for c, _info in class_chain(self.model.classes, name))
 
     def _class(self, node: cst.ClassDef) -> None:
         model = self.model

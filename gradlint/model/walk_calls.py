@@ -13,7 +13,8 @@ from gradlint.model.calls import INLINE_DEPTH
 from gradlint.model.env import FREED
 from gradlint.model.names import DEFINITION_TYPES, call_facts, dotted, node_children, node_fact
 from gradlint.model.instances import record_state
-from gradlint.model.objects import ClassInfo, harvest as _harvest, receiver_state
+from gradlint.model.classes import ClassInfo
+from gradlint.model.objects import harvest as _harvest, receiver_state
 from gradlint.model.selfbinds import binds_own_attributes
 from gradlint.model.syntax import literal_arguments
 from gradlint.model.values import CONST, INSTANCE, MODULE, UNKNOWN, Value, join_values
@@ -46,8 +47,7 @@ class CallWalker:
                     model.classes[cls.name.value].methods.setdefault(stmt.name.value, stmt)
                     model.method_class[id(stmt)] = cls
             elif t is cst.ClassDef:
-                bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in stmt.bases if b.keyword is None]
-                model.classes.setdefault(stmt.name.value, ClassInfo(stmt, bases))
+                model.classes.setdefault(stmt.name.value, ClassInfo.of(stmt))
                 self._definitions(stmt.body.body if type(stmt.body) is cst.IndentedBlock else (), stmt)
             elif t is cst.If and cls is None:
                 self._definitions(stmt.body.body, None)
