@@ -6,10 +6,11 @@ from gradlint.model.customviews import HOOKED
 from gradlint.rule import Rule, Severity
 
 
-class InplaceOnMultiOutputView(Rule):
+class InplaceOnForbiddenView(Rule):
     """
     ## What it does
-    Finds an in-place operation, with grad mode on, on one of the tensors that `chunk`,
+    Finds an in-place operation, with grad mode on, on a view that autograd forbids writing in
+    place. First, one of the tensors that `chunk`,
     `split` or `unbind` returned for a tensor that requires grad (or on a view of one):
     `q, k, v = qkv(x).chunk(3, dim=-1)` then `q *= scaling`, `a, b = h.split(2)` then
     `a.relu_()`, `h.unbind(0)[0].zero_()`, `for part in h.chunk(2): part.clamp_(0)`. The
@@ -98,7 +99,7 @@ class InplaceOnMultiOutputView(Rule):
     """
 
     code = "GL105"
-    name = "inplace-on-multi-output-view"
+    name = "inplace-on-forbidden-view"
     severity = Severity.ERROR
     message = "in-place {op} on {what}: torch raises RuntimeError {when}"
     hint = ("use the out-of-place op (`q = q * s`, `inplace=False`), or `.clone()` the tensor before writing into "
