@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from gradlint.edits import insert_after, insert_before, replace
 from gradlint.model.names import dotted, node_children, rebound_names
-from gradlint.model.values import INSTANCE
+from gradlint.model.values import INSTANCE, MODULE, OPTIMIZER, next_id
 from gradlint.rule import Fix, Rule, Severity
 
 _CODE = cst.Module([])
@@ -47,6 +47,15 @@ class StateDictAlias(Rule):
     with `SGD(model.head.parameters())`). Steps and snapshots inside the file's helper functions
     called in the training loop count as the loop's own.
 
+    An optimizer's `state_dict()` is a live view of its state (Adam's `exp_avg` and `step`
+    tensors, updated in place). Not reported: one taken before the optimizer's first step
+    (torch's optimizers but Adagrad make their state at the first step: the dict holds
+    `'state': {}` and keeps it), unless the file loads a state into it; a snapshot whose
+    receiver's name is then bound to a new object (a resume test making its model and optimizer
+    anew) when the later steps are reached through the new one (for a module, with an
+    optimizer also made after it); a snapshot retaken after the steps of every pass of a loop
+    and read after that loop (it holds the last weights, as a copy would).
+
     ## Example
     ```python
     for epoch in range(epochs):
@@ -77,13 +86,18 @@ class StateDictAlias(Rule):
     name = "state-dict-alias"
     severity = Severity.ERROR
     fixable = True
-    message = "`{expr}` is a live view of the weights, not a snapshot: the optimizer steps that follow change it too"
+    message = "`{expr}` is a live view of {what}, not a snapshot: the optimizer steps that follow change it too"
     hint = "take a real copy: `copy.deepcopy(model.state_dict())`"
 
     def __init__(self, model: Any, sink: Any) -> None:
         super().__init__(model, sink)
         self._pending: List[Tuple[Any, ...]] = []
         self._module: Optional[cst.Module] = None
+        # (frame, name) of a snapshot's receiver -> its later rebindings to a new object:
+        # (events so far, first value id after it, branches and loops around it, the statement)
+        self._rebound: Dict[Tuple[int, str], List[Tuple[Any, ...]]] = {}
+        self._owners: Set[Tuple[int, str]] = set()
+        self._first_id = 0
 
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
@@ -151,13 +165,21 @@ class StateDictAlias(Rule):
                                               and isinstance(s.body[0].value, cst.SimpleString))), None)
         return insert_before(first, "import copy\n") if first is not None else None
 
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if self._owners:
+            self._first_id = next_id()  # values made by this statement (its right side) come after
+
     def visit_Assign(self, node: cst.Assign) -> None:
+        if self._owners:
+            self._note_rebinding(node)
         found = self._snapshot(node.value)
         if found is None:
             return
         receiver = _receiver(node.value)
         if receiver is not None and self.model.value_of(receiver).kind == INSTANCE:
             return  # an object of a class that is no nn.Module: its state_dict() is its own
+        if receiver is not None and self._not_stepped_yet(self.model.value_of(receiver), dotted(receiver)):
+            return
         expr, text = found
         edits = [replace(node.value, text)]
         imp = self._import_edit(text)
@@ -183,8 +205,56 @@ class StateDictAlias(Rule):
             # taken on every pass (`self.last = ...`): after the loop it shows the last weights,
             # which is what a later read of that attribute wants
             where = None
+        owner = _owner(node.value)
+        place = (tuple(model.conditions) + tuple(model.branches), loops, len(model.call_statements))
+        # taken on every pass of the innermost loop around it (not under an `if` of that loop):
+        # read after that loop, it holds the weights of the last pass, as a copy would
+        every_pass = model.loops[-1].node if model.loops and \
+            len(model.conditions) + len(model.branches) <= model.loops[-1].branch_depth else None
+        if owner is not None and "." not in owner:
+            self._owners.add((model.frames[-1], owner))
         self._pending.append((node, model.here(), expr, fix, seq, loops, function, key, snapshot.id,
-                              model.frames[-1], _owner(node.value), where, tuple(model.loops)))
+                              model.frames[-1], owner, where, tuple(model.loops),
+                              self.model.value_of(receiver).kind if receiver is not None else None, place,
+                              every_pass))
+
+    def _not_stepped_yet(self, value: Any, key: Optional[str]) -> bool:
+        """An optimizer of torch made in this file that keeps no state until its first step
+        (all but Adagrad, which fills its state when made), outside any loop, with no step
+        before that could be its own and no ``load_state_dict`` of it in the file: its
+        ``state_dict()`` holds no state tensors, only copies of its settings (``'state': {}``),
+        and no later step changes it."""
+        model = self.model
+        made = value.made_node if value.kind == OPTIMIZER else None
+        if type(made) is not cst.Call or model.loops or key is None or model.root_text is None:
+            return False
+        if (model.qualname(made.func) or "").rsplit(".", 1)[-1] in _EAGER_STATE or \
+                key + ".load_state_dict" in model.root_text:
+            return False
+        root = model.walk_root()
+        return not any(e.kind == "step" and e.root is root and not (e.value is not None and e.value.kind == OPTIMIZER
+                                                 and e.value.made_node is not None and e.value.made_node is not made)
+                       for e in model.events)
+
+    def _note_rebinding(self, node: cst.Assign) -> None:
+        """``optimizer = torch.optim.Adam(...)`` after ``state = optimizer.state_dict()``: the name
+        of a snapshot's receiver bound to a value its right side does not build from the old one
+        (a resumed run made anew, a second model of a comparison)."""
+        model = self.model
+        frame = model.frames[-1]
+        names: List[str] = []
+        todo = [t.target for t in node.targets]
+        while todo:
+            t = todo.pop()
+            if type(t) is cst.Name:
+                names.append(t.value)
+            elif isinstance(t, (cst.Tuple, cst.List)):
+                todo.extend(e.value for e in t.elements)
+        for name in names:
+            if (frame, name) in self._owners and name not in _free_names(node.value):
+                self._rebound.setdefault((frame, name), []).append((
+                    len(model.events), self._first_id, tuple(model.conditions) + tuple(model.branches),
+                    tuple(l.node for l in model.loops), model.current_statement))
 
     def on_finish(self) -> None:
         if not self.model.imports_torch():
@@ -192,11 +262,13 @@ class StateDictAlias(Rule):
         model = self.model
         steps = [e for e in model.events if e.kind == "step"]
         for pending in self._pending:
-            node, context, expr, fix, seq, loops, function, key, vid, frame, owner, where, walks = pending
+            (node, context, expr, fix, seq, loops, function, key, vid, frame, owner, where, walks, kind, place,
+             every_pass) = pending
             # a step later in the same function (or a function it calls), or in a loop around
             # the snapshot, of an optimizer that may hold the snapshot's tensors ...
+            rebound = [r for r in self._rebound.get((frame, owner or ""), ()) if r[0] >= seq]
             later = [e for e in steps if ((e.seq >= seq and e.root is function) or set(e.loops) & set(loops))
-                     and not _elsewhere(e, owner)]
+                     and not _elsewhere(e, owner) and not _on_new_object(e, owner, kind, place, rebound)]
             if not later:
                 continue
             # ... and the snapshot is used after such a step (restored, saved, compared); a step
@@ -211,11 +283,13 @@ class StateDictAlias(Rule):
                 c = model.object_reads.get(where, (-1, -1)) if where is not None else (-1, -1)
                 last_read, read_tick = max(a[0], b[0], c[0]), max(a[1], b[1], c[1])
             if not any((last_read > e.seq or _restored_each_pass(model, e, loops, key, frame, owner))
-                       if e.seq >= seq else (read_tick > _exit_seq(e, walks) or vid in model.carried_reads
-                                             or _read_next_time(model, e, loops, key))
+                       if e.seq >= seq else ((read_tick > _exit_seq(e, walks) and not _last_pass(e, walks, every_pass))
+                                             or vid in model.carried_reads or _read_next_time(model, e, loops, key))
                        for e in later):
                 continue
-            self.report(node, context=context, expr=expr, fix=fix)
+            what = "the optimizer's state (its tensors are updated in place)" if _optimizer(kind, owner) \
+                else "the weights"
+            self.report(node, context=context, expr=expr, fix=fix, what=what)
 
 
 def _receiver(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -240,6 +314,9 @@ def _owner(value: cst.BaseExpression) -> Optional[str]:
     return dotted(receiver) if receiver is not None else None
 
 
+# torch.optim classes that fill their per-parameter state when made, not at the first step
+_EAGER_STATE = frozenset({"Adagrad"})
+
 _VIEWS = frozenset(("state_dict", "named_parameters", "named_buffers", "parameters", "buffers"))
 
 
@@ -251,6 +328,68 @@ def _elsewhere(step: Any, owner: Optional[str]) -> bool:
     if not isinstance(opt, str) or owner is None or opt.split(".")[0] != owner.split(".")[0]:
         return False
     return not (opt + ".").startswith(owner + ".") and not (owner + ".").startswith(opt + ".")
+
+
+def _on_new_object(step: Any, owner: Optional[str], kind: Optional[str], place: Tuple[Any, ...],
+                   rebound: List[Tuple[Any, ...]]) -> bool:
+    """Does the step run on objects made after the snapshot's receiver name was bound anew?
+    The name was rebound in the snapshot's block (same branches, same loops), to a value not
+    built from the old one, before the statement of that block that leads to the step, and
+    that statement reaches the step through the name (``train(model, optimizer)``). For an
+    optimizer's snapshot that is another optimizer; for a module's, the step's optimizer must
+    also be made after the rebinding (one made before holds the old module's parameters)."""
+    if not rebound or owner is None:
+        return False
+    conds, loops, depth = place
+    if len(step.chain) <= depth:
+        return False
+    statement = step.chain[depth]  # the statement of the snapshot's block that leads to the step
+    if owner not in _free_names(statement):
+        return False
+    for seq, first_id, r_conds, r_loops, r_statement in rebound:
+        if seq > step.seq or r_statement is statement or len(r_conds) != len(conds) \
+                or any(a is not b for a, b in zip(r_conds, conds)) or r_loops != loops:
+            continue
+        if _optimizer(kind, owner) or (step.value is not None and step.value.kind == OPTIMIZER
+                                 and step.value.id >= first_id):
+            return True
+    return False
+
+
+def _optimizer(kind: Optional[str], owner: Optional[str]) -> bool:
+    """Is a snapshot's receiver an optimizer: made by torch.optim, or, when the model does not
+    know it, named like one (``optimizer``, ``opt``, ``self.optim``), as the model takes the
+    ``step()`` of an unknown object so named for an optimizer's?"""
+    if kind == OPTIMIZER:
+        return True
+    return kind not in (MODULE, INSTANCE) and (owner or "").rsplit(".", 1)[-1].lower().startswith("opt")
+
+
+def _free_names(node: Any) -> Set[str]:
+    """The names a statement or expression reads as variables (not attribute names or
+    keywords): ``train(model, opt=optimizer)`` reads train, model, optimizer."""
+    out: Set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name:
+            out.add(n.value)
+        elif t is cst.Attribute:
+            stack.append(n.value)
+        elif t is cst.Arg:
+            stack.append(n.value)
+        else:
+            stack.extend(node_children(n))
+    return out
+
+
+def _last_pass(step: Any, walks: Tuple[Any, ...], every_pass: Any) -> bool:
+    """Is the snapshot taken on every pass of the innermost loop around both it and the step
+    (the step earlier in the body)? Then after that loop it was taken after the last step:
+    the weights of the last pass, as a copy would hold them."""
+    shared = [loop for loop in walks if loop.node in step.loops]
+    return every_pass is not None and bool(shared) and shared[-1].node is every_pass
 
 
 def _exit_seq(step: Any, walks: Tuple[Any, ...]) -> int:

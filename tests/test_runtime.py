@@ -166,6 +166,15 @@ OUT_OF_REACH = {
     "GL201_numpy_on_graph_tensor::bad_rows_summed_in_numpy_rebuilt_with_legacy_constructor":
         "the same round trip, through `.tolist()` numbers given to torch.FloatTensor: nothing links "
         "the Python list to the graph",
+    "GL401_replaced_and_fresh_objects::bad_optimizer_state_after_a_step":
+        "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
+        "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
+    "GL401_replaced_and_fresh_objects::bad_adagrad_state_before_first_step":
+        "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
+        "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
+    "GL401_replaced_and_fresh_objects::bad_epoch_start_state_read_after_loop":
+        "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
+        "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
     "GL401_state_dict_alias::bad_state_dict_snapshot":
         "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
         "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
