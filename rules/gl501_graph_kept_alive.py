@@ -60,7 +60,9 @@ class GraphKeptAlive(Rule):
     `predict_step`, which Lightning runs without grad), and an accumulated loss that is
     back-propagated later in the same function, itself or through a loss computed from it after
     the loop (`loss.backward()`, Lightning's `self.manual_backward(loss)`: summing losses to call
-    `backward()` once is deliberate).
+    `backward()` once is deliberate), and a number summed in a method of an `nn.Module` over
+    loops bounded by the module's own sizes (`for i in range(self.num_blocks)`), in no training
+    loop: a cost or penalty term built as one graph, as a forward builds one.
 
     ## Example
     ```python
@@ -133,9 +135,15 @@ class GraphKeptAlive(Rule):
             fix = Fix((replace(value_node, text),), safe=False,
                       description=f"use `{text}`")
         function = model.function_stack[-1] if model.function_stack else None
+        # a sum over the module's own parts (`for i in range(self.num_blocks)`) in a method of an
+        # nn.Module, in no training loop: a cost or penalty term built as one graph, as a forward
+        # builds one (the loops of this function, all bounded by sizes of `self`)
+        own = [l.node for l in model.loops if l.level == len(model.inline_stack)]
+        structural = tuple(own) if numeric and own and _module_method(model, function) \
+            and all(_over_own_sizes(n) for n in own) else None
         self._pending.append((node, model.here(), acc, values, fix, numeric, model.loops[-1].node,
                               model.walk_root(), len(model.events), model.frames[-1], function,
-                              _handed_in(model, function, values)))
+                              _handed_in(model, function, values), structural))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         target = node.target
@@ -269,7 +277,9 @@ class GraphKeptAlive(Rule):
         later = [e for e in model.events if e.kind == "backward" and e.value is not None and e.value.deps]
         backwarded = {id(p[0]) for p in self._pending
                       if any(p[6] not in e.loops and any(v.id in e.value.deps for v in p[3]) for e in later)}
-        for node, context, acc, values, fix, numeric, loop, root, seq, frame, function, call in self._pending:
+        for node, context, acc, values, fix, numeric, loop, root, seq, frame, function, call, structural in self._pending:
+            if structural is not None and not training_loops.intersection(structural):
+                continue  # a cost or penalty term summed over the module's own parts (see _candidate)
             if ((root, acc) in model.backwarded_in if acc.isidentifier() else acc in model.backwarded_keys):
                 continue  # the accumulated losses are back-propagated (a local: in the same function): deliberate
             if id(node) in backwarded or _propagated_after(model, values, loop, root, seq,
@@ -457,6 +467,31 @@ def _over_structure(loop: Any) -> bool:
             and it.args:
         it = it.args[0].value
     return isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in _STRUCTURE
+
+
+def _module_method(model: Any, function: Any) -> bool:
+    """Is ``function`` a method of a class the model knows to be an ``nn.Module``?"""
+    cls = model.method_class.get(id(function)) if function is not None else None
+    return cls is not None and model.class_tables.get(cls.name.value, {}).get("__module__") is not None
+
+
+def _over_own_sizes(loop: Any) -> bool:
+    """``for i in range(self.num_blocks)``, ``for j in range(len(self.paths))``,
+    ``range(1, self.depth)``: a loop whose bounds are numbers and sizes of ``self``'s
+    attributes (not a loader or a list of batches, which ``self`` may also hold)."""
+    it = getattr(loop, "iter", None)
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and it.args):
+        return False
+    for a in it.args:
+        v = a.value
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value == "len" and len(v.args) == 1:
+            v = v.args[0].value
+        if isinstance(v, cst.Integer):
+            continue
+        key = dotted(v)
+        if key is None or not key.startswith("self."):
+            return False
+    return True
 
 
 def _returns(function: Any, name: str) -> bool:
