@@ -43,6 +43,10 @@ class BackwardThroughFreedGraph(Rule):
     where the loop did not run), unless the body has a `break` or `continue`.
     A `retain_graph=flag` whose `flag` is a parameter the call leaves at its literal default
     (`def backward(self, loss, retain_graph=False)`) or passes a literal is that literal.
+    A graph built before a loop counts only where the model knows it is there: not the output
+    of a module whose parameters it cannot tell (one passed in; a class whose parameters each
+    construction makes, `nn.Parameter(t, requires_grad=requires_grad)`) and whose `forward` it
+    could not follow.
 
     ## Why is this bad
     `backward()` frees the tensors the graph saved. Going through that part again raises

@@ -54,6 +54,10 @@ class TorchCallMixin:
             pos = positional(node)
             flag_node = rg.value if rg is not None else (pos[1] if len(pos) > 1 else None)
             flag = True if flag_node is None else const_bool(flag_node)
+            if flag is None and flag_node is not None:
+                # `requires_grad=requires_grad`, a parameter this walk of `__init__` was given a literal
+                literal = self.parameter_literal(flag_node)  # type: ignore[attr-defined]
+                flag = True if literal == "True" else False if literal == "False" else None
             self._emit("param_made", (node, "nn.Parameter(...)"))
             data = args[0] if args else UNKNOWN_VALUE
             cuts = data.cuts

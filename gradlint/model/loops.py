@@ -92,7 +92,10 @@ class LoopMixin:
                 if v is not None and v.kind == TENSOR:
                     carried |= must_deps(v)
             for node, value, _key in loop.before:
-                if any(d < loop.start_id and d in self.savers and d in carried for d in must_deps(value)):
+                # (a graph the model only assumes, a module's output it could not follow, is no
+                # ground for an error)
+                if any(d < loop.start_id and d in self.savers and d in carried and d not in self.probable_savers
+                       for d in must_deps(value)):
                     self._emit("graph_before_loop", (node, value, loop.node))
         # a name read at the top of the body that the body rebinds to a graph value freed by
         # the body's own backward(): the next iteration back-propagates into a freed graph

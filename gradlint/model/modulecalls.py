@@ -87,6 +87,11 @@ class ModuleCallMixin:
                 # a torch.nn layer's output is a new tensor: frozen or not, never a leaf with a .grad
                 out.made = "layer"
             self.add_saver(out)  # e.g. Linear saves its input to compute the weight's grad
+            if module.params is None and not (isinstance(module.node, str) and module.node in self.classes
+                                              and self.class_params(module.node) is True):
+                # parameters unknown (a module passed in, a class whose parameters its constructions
+                # decide) and its forward not followed: a graph the model only assumes
+                self.probable_savers.add(out.id)
             self.record_saved_weights(module, args, out, node)
             input_rg = any(a.kind == TENSOR and a.rg is True for a in args)
             if module.node in _SAVES_WEIGHT and (input_rg or (

@@ -11,6 +11,7 @@ import libcst as cst
 from gradlint.model import torchapi as api
 from gradlint.model.classes import ClassInfo, class_chain
 from gradlint.model.names import canonical, dotted, node_fact, subtree
+from gradlint.model.syntax import const_bool, kwvalue, positional
 from gradlint.model.containers import keeps_structure
 from gradlint.model.modulecalls import ModuleCallMixin
 from gradlint.model.values import (
@@ -149,7 +150,10 @@ class ObjectMixin(ModuleCallMixin):
         for method in info.methods.values():
             for value in node_fact("param_sites", method, _param_sites):
                 if value is None:
-                    return True  # nn.Parameter(...) / register_parameter(...)
+                    return True  # nn.Parameter(...)
+                if value is _DEPENDS:
+                    verdict = None
+                    continue
                 bound = _bound_params(self, value, imports, seen, method)
                 if bound is True:
                     return True
@@ -299,15 +303,30 @@ def _plain_parameter(method: Any, name: str) -> bool:
     return False
 
 
+# a parameter site whose requires_grad the class alone does not tell (_param_sites)
+_DEPENDS = object()
+
+
 def _param_sites(method: Any) -> List[Any]:
-    """In the order ``class_params`` reads them: None for a call of ``Parameter`` or
-    ``register_parameter``, else the value of an assignment to an attribute of ``self``."""
+    """In the order ``class_params`` reads them: None for a call of ``Parameter`` that requires
+    grad, ``_DEPENDS`` for one whose ``requires_grad`` is a name (an argument) and for
+    ``register_parameter`` (of a parameter made elsewhere), nothing for ``Parameter(...,
+    requires_grad=False)``, else the value of an assignment to an attribute of ``self``."""
     out: List[Any] = []
     for n in subtree(method.body):
         if type(n) is cst.Call:
             last = (dotted(n.func) or "").rsplit(".", 1)[-1]
-            if last in ("Parameter", "register_parameter"):
-                out.append(None)
+            if last == "Parameter":
+                flag = kwvalue(n, "requires_grad")
+                pos = positional(n)
+                flag = flag if flag is not None else (pos[1] if len(pos) > 1 else None)
+                if flag is None or const_bool(flag) is True:
+                    out.append(None)
+                elif const_bool(flag) is None:
+                    out.append(_DEPENDS)  # `requires_grad=requires_grad`: each construction decides
+            elif last == "register_parameter":
+                # a parameter made elsewhere: one made in the class is counted where it is made
+                out.append(_DEPENDS)
         elif isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None:
             targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
             if any(type(t) is cst.Attribute and type(t.value) is cst.Name

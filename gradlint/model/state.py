@@ -114,6 +114,9 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         # ids of op outputs whose backward reads saved tensors; ids of graph values that a
         # backward() without retain_graph has freed
         self.savers: set = set()
+        # savers the model only assumes hold a graph: outputs of a module whose parameters it does
+        # not know and whose forward it could not follow (modulecalls.py)
+        self.probable_savers: set = set()
         # saver id -> the statement that made it; freed saver id -> (the backward() call that
         # freed it, its statement)
         self.saver_stmt: Dict[int, Any] = {}
