@@ -8,6 +8,10 @@ from gradlint.model.names import dotted
 from gradlint.rule import Rule, Severity
 
 
+# module containers: they hold the modules they are given, and make no parameter themselves
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+
+
 class ModuleCreatedInForward(Rule):
     """
     ## What it does
@@ -20,7 +24,9 @@ class ModuleCreatedInForward(Rule):
     uses different random weights. Its gradient is computed and thrown away.
 
     Modules without parameters (`nn.ReLU()`, `nn.Dropout()`) cost only time and are not
-    reported.
+    reported, nor is a container of existing modules (`nn.Sequential(self.block, self.norm)`,
+    a hypernetwork's predicted layer wrapped with the module's own): it makes no parameter; a
+    layer made in its arguments (`nn.Sequential(nn.Linear(4, 4))`) is reported at that call.
 
     ## Example
     ```python
@@ -55,6 +61,8 @@ class ModuleCreatedInForward(Rule):
             return
         if q == "torch.nn.Parameter":
             self.report(node, what="nn.Parameter(...)")
+        elif q in _CONTAINERS:
+            return  # it makes no parameter: a layer made in its arguments is reported at its own call
         elif v.kind == "module" and v.params is True and self._constructs(node, q):
             self.report(node, what=(q or "module").replace("torch.nn.", "nn.") + "(...)")
 
