@@ -36,6 +36,9 @@ def type_guards(model: Any, test: Any) -> Guards:
         return _common(left[0], right[0]), _union(left[1], right[1])
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         return _none_test(test)
+    if isinstance(test, cst.Call) and len(test.args) == 1 and type(test.func) is cst.Name \
+            and test.func.value in ("all", "any") and type(test.args[0].value) is cst.GeneratorExp:
+        return _each_test(model, test.func.value, test.args[0].value)
     if isinstance(test, cst.Call) and test.args:
         return _call_test(model, test)
     if isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
@@ -77,6 +80,26 @@ def none_test_outcome(model: Any, test: Any) -> Optional[bool]:
     if isinstance(comp.operator, cst.IsNot):
         return False
     return None
+
+
+def _each_test(model: Any, how: str, gen: cst.GeneratorExp) -> Guards:
+    """``all(isinstance(p, list) for p in [x1, x2])``: the element test for each name of the
+    literal list; for ``all``, what the test proves where it holds holds for every one in the
+    body; for ``any``, what it proves where it fails holds for every one in the else."""
+    comp = gen.for_in
+    if comp.inner_for_in is not None or comp.ifs or type(comp.target) is not cst.Name \
+            or not isinstance(comp.iter, (cst.List, cst.Tuple)):
+        return _NONE
+    keys = [dotted(el.value) for el in comp.iter.elements]
+    if not keys or any(k is None or type(el) is not cst.Element for k, el in zip(keys, comp.iter.elements)):
+        return _NONE
+    when_true, when_false = type_guards(model, gen.elt)
+    var = comp.target.value
+    if how == "all" and var in when_true:
+        return list(keys), []  # type: ignore[arg-type]
+    if how == "any" and var in when_false:
+        return [], list(keys)  # type: ignore[arg-type]
+    return _NONE
 
 
 def _call_test(model: Any, call: cst.Call) -> Guards:
