@@ -67,6 +67,12 @@ class CallMixin(TorchCallMixin, MethodCallMixin):
                     out = self._call_function(method, node, arg_values, bound, key)
                     if out is not None:
                         return out
+            if bound is None and receiver.kind == CLASS:
+                # `Cls.helper(x)`: a static method (or a method given its instance explicitly),
+                # `Cls.build(...)`: a class method, its class as `cls`
+                out = self._call_on_class(receiver, func.attr.value, node, arg_values)
+                if out is not None:
+                    return out
             if bound is None or bound.kind not in (MODULE, FUNCTION, CLASS):
                 method = self.resolve_method(receiver, func.attr.value)
                 if method is not None:
@@ -167,6 +173,25 @@ class CallMixin(TorchCallMixin, MethodCallMixin):
                 return fn
         return None
 
+    def _call_on_class(self, cls: Value, name: str, call: cst.Call, args: List[Value]) -> Optional[Value]:
+        """``Cls.f(...)`` of a class of the project: a static method with the call's arguments,
+        a class method with ``cls`` bound to the class, a plain method with its instance passed
+        explicitly (``Base.forward(self, x)``). None when the model cannot follow it."""
+        node = cls.node
+        cname = node.name.value if type(node) is cst.ClassDef else node if isinstance(node, str) else None
+        if cname is None or cname not in self.classes:
+            return None
+        fn = next((info.methods[name] for _c, info in class_chain(self.classes, cname)
+                   if info is not None and name in info.methods), None)
+        if fn is None:
+            return None
+        kinds = {(dotted(d.decorator) or "").rsplit(".", 1)[-1] for d in fn.decorators}
+        if "classmethod" in kinds:
+            return self._call_function(fn, call, args, cls, dotted(call.func.value))  # type: ignore[attr-defined]
+        if kinds - {"staticmethod"}:
+            return None  # a property, a decorator that changes the call
+        return self._call_function(fn, call, args, None, None)
+
     def _construct(self, name: Optional[str], call: cst.Call, args: List[Value], obj: Value) -> Value:
         """``Cls(...)`` of a class of the project: its ``__init__`` is walked here with the call's
         arguments when the walk has not reached the class yet (its attributes become known:
@@ -260,7 +285,7 @@ class CallMixin(TorchCallMixin, MethodCallMixin):
         if receiver is not None and "staticmethod" in decorators:
             receiver = None  # self.helper(x) of a @staticmethod: x is its first parameter
         elif receiver is not None and "classmethod" in decorators:
-            receiver = UNKNOWN_VALUE  # cls
+            receiver = receiver if receiver.kind == CLASS else UNKNOWN_VALUE  # cls (`Cls.build()`: that class)
         if receiver is not None:
             if not positional:
                 return None
