@@ -11,7 +11,7 @@ from gradlint.model import containers, torchapi as api
 from gradlint.model.classes import class_chain
 from gradlint.model.env import Env
 from gradlint.model.names import dotted, rebound_names
-from gradlint.model.freezing import unfreezes_elsewhere, with_params
+from gradlint.model.freezing import inherited_init, unfreezes_elsewhere, with_params
 from gradlint.model.instances import instance_record
 from gradlint.model.syntax import literal_arguments
 from gradlint.model.calls_methods import MethodCallMixin
@@ -38,6 +38,8 @@ class CallMixin(TorchCallMixin, MethodCallMixin):
             caller = self.function_stack[-1].name.value if self.function_stack else None
             self.calls.setdefault(callee, []).append((caller, mode))
         arg_values = [self.value_of(a.value) for a in node.args]
+        if callee == "__init__":
+            inherited_init(self, node)  # `super().__init__()`: what the base's did to self (freezing.py)
         if self._inlining:
             # a call in a one-expression helper evaluated at its call site (its body is not
             # walked): rules that look at calls see it here, with this call's arguments

@@ -10,7 +10,7 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.names import dotted, grad_attribute, string_value
-from gradlint.model.freezing import unfrozen
+from gradlint.model.freezing import freeze_whole, unfreeze_parts, unfrozen
 from gradlint.model.modes import set_mode
 from gradlint.model.multiviews import MULTI_VIEW_OPS
 from gradlint.model.customviews import HOOK_WRAPPING
@@ -81,8 +81,9 @@ class MethodCallMixin:
                     frozen = Value(MODULE, params=False if flag is False else None, node=receiver.node)
                     if key is not None:
                         self.freeze(key)
-                        self.bind_key(key, frozen)
+                        freeze_whole(self, key, frozen)
                     return frozen
+                unfreeze_parts(self, key)  # (its parts frozen before: freezing.py)
                 if receiver.params is False and key is not None:
                     free = unfrozen(receiver)  # its parameters require grad again (freezing.py)
                     self.env[key] = free  # (the same object: what is bound on it stays)

@@ -8,7 +8,7 @@ from typing import Dict, List
 import libcst as cst
 
 from gradlint.model.containers import NAMED_TUPLE
-from gradlint.model.freezing import attribute_bound
+from gradlint.model.freezing import attribute_bound, unfreezes_elsewhere
 from gradlint.model.lattice import FREED, join_envs  # noqa: F401 (FREED re-exported)
 from gradlint.model.names import dotted
 from gradlint.model.values import (
@@ -34,7 +34,14 @@ class EnvMixin:
         if "." in key or "[" in key:
             if key not in env:
                 self._dotted_keys += 1
-            attribute_bound(env, key, value)  # `self.head = nn.Linear(...)` after a freeze (freezing.py)
+            # `self.head = nn.Linear(...)` after a freeze: the parts bound before stay frozen (freezing.py)
+            parts = attribute_bound(env, key, value)
+            if parts and self.class_attrs and self.class_stack and self.function_stack \
+                    and self.function_stack[-1].name.value == "__init__" \
+                    and not unfreezes_elsewhere(self, self.class_stack[-1].name.value):
+                for part in parts:
+                    if part in self.class_attrs[-1]:
+                        self.class_attrs[-1][part] = env[part]  # (the submodule of every method, below)
         old = env.get(key)
         if old is not None and old is not value and old.kind == TENSOR and not old.is_param:
             # the name now holds another value: later backward() calls through this name no

@@ -10,6 +10,7 @@ import libcst as cst
 from gradlint.model import containers, torchapi as api
 from gradlint.model.dtypes import int_dtype, is_bool_comparison
 from gradlint.model.guards import narrow, type_guards, widen
+from gradlint.model.modes import enter_eval_scope, eval_branches, leave_eval_scope
 from gradlint.model.names import dotted
 from gradlint.model.syntax import BINOP_NAMES, basic_index
 from gradlint.model.values import (
@@ -95,11 +96,14 @@ class ExpressionMixin:
             # objects only when both are the same (`nn.Linear(...) if c else None` is no module
             # on every path)
             branches = []
-            for branch, keys in zip((node.body, node.orelse), type_guards(self, node.test)):
+            for branch, keys, evaluated in zip((node.body, node.orelse), type_guards(self, node.test),
+                                               eval_branches(node.test)):
                 saved = narrow(self, keys)
+                modes = enter_eval_scope(self, evaluated)  # `h if self.training else ...` (modes.py)
                 try:
                     branches.append(self.value_of(branch))
                 finally:
+                    leave_eval_scope(self, modes)
                     widen(self, saved)
             a, b = branches
             if a is b or (a.kind != TENSOR and b.kind != TENSOR):

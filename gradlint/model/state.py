@@ -144,6 +144,8 @@ class Model(EnvMixin, StatementMixin, ExpressionMixin, CallMixin, FactoryMixin, 
         self.init_attrs: Optional[Dict[str, Value]] = None
         self.init_self: Optional[Value] = None  # what `self` held at the end of that `__init__`
         self.frozen_inits: Dict[str, Optional[Value]] = {}  # the same, at the class's definition
+        # what such an `__init__` that left `self` (or a part of it) frozen bound on it (freezing.py)
+        self.frozen_init_parts: Dict[str, Dict[str, Value]] = {}
         # id of a tensor made by an operation with one input that requires grad -> that input's id
         self.sole_source: Dict[int, int] = {}
         self.eval_ids: set = set()  # modules put in eval mode before any name held them (modes.py)

@@ -10,6 +10,7 @@ import libcst as cst
 
 from gradlint.model import torchapi as api
 from gradlint.model.classes import class_chain
+from gradlint.model.freezing import record_frozen_init
 from gradlint.model.names import dotted
 from gradlint.model.objects import harvest as _harvest
 from gradlint.model.syntax import const_bool
@@ -72,7 +73,9 @@ class DefinitionWalker:
                 _harvest(node, model.env, model.class_attrs[-1])
                 if node.name.value == "__init__" and node.params.params:
                     # what `self` holds at its end: frozen as a whole or not (freezing.py)
-                    model.frozen_inits[cls.name.value] = model.env.get(node.params.params[0].name.value)
+                    me = node.params.params[0].name.value
+                    model.frozen_inits[cls.name.value] = model.env.get(me)
+                    record_frozen_init(model, cls.name.value, me)
         finally:
             model.frames.pop()
             model.function_stack.pop()

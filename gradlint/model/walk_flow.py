@@ -20,6 +20,7 @@ from gradlint.model.state import Model, element_of
 from gradlint.model.syntax import const_bool
 from gradlint.model.lattice import alternatives
 from gradlint.model.loops import leaves_early, loop_freed
+from gradlint.model.modes import enter_eval, enter_eval_scope, eval_branches, leave_eval_scope, settle_modes
 from gradlint.model.values import CONST, TENSOR, TUPLE, UNKNOWN_VALUE, Value, join_values, next_id
 
 
@@ -59,6 +60,8 @@ class FlowWalker:
             literal = model.parameter_literal(node.test)
             outcome = None if literal is None else literal == "True"
         grad_before = (model.grad_enabled, model.grad_assumed)
+        eval_in_body, eval_in_else = eval_branches(node.test)  # `if not self.training:` (modes.py)
+        enter_eval(model, eval_in_body)
         no_grad_in_body, no_grad_in_else = requires_grad_guards(node.test)
         no_graph_through(model, no_grad_in_body)  # `if not x.requires_grad: y.mul_(2)` (guards.py)
         for key in not_in_body:  # `if not torch.is_tensor(x): x = torch.tensor(x)`: no tensor here
@@ -82,6 +85,7 @@ class FlowWalker:
             grad_after_body = (model.grad_enabled, model.grad_assumed)
         model.grad_enabled, model.grad_assumed = grad_before
         model.restore(dict(before))
+        enter_eval(model, eval_in_else)
         no_graph_through(model, no_grad_in_else)
         for key in not_in_else:
             if model.env.get(key) is not None and model.env[key].kind == TENSOR:
@@ -123,7 +127,11 @@ class FlowWalker:
             model.grad_enabled, model.grad_assumed = None, False
         if outcome is not None and len(ends) == 2 and not terminated:
             ends = [ends[0] if outcome else ends[1]]
-        model.restore(Model.join(ends) if ends else before)
+        joined = Model.join(ends) if ends else before
+        if ends and (eval_in_body or eval_in_else):
+            joined = dict(joined)
+            settle_modes(eval_in_body + eval_in_else, before, ends, joined)
+        model.restore(joined)
 
     def _if_exp(self, node: cst.IfExp) -> None:
         """``a if test else b``: each branch is seen with what the test proves there
@@ -131,11 +139,15 @@ class FlowWalker:
         model = self.model
         self.walk(node.test)
         not_in_body, not_in_else = type_guards(model, node.test)
-        for branch, keys in ((node.body, not_in_body), (node.orelse, not_in_else)):
+        eval_in_body, eval_in_else = eval_branches(node.test)
+        for branch, keys, evaluated in ((node.body, not_in_body, eval_in_body),
+                                        (node.orelse, not_in_else, eval_in_else)):
             saved = narrow(model, keys)
+            modes = enter_eval_scope(model, evaluated)
             try:
                 self.walk(branch)
             finally:
+                leave_eval_scope(model, modes)
                 widen(model, saved)
 
     def _loop_body(self, body: Any, orelse: Any, node: Any, outer: Any = None) -> None:
