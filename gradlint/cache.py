@@ -182,7 +182,7 @@ def _decode(text: str, display: str, current: Any = None) -> Optional[List[Any]]
             fix = Fix(edits=tuple(Edit(int(s), int(e), str(t)) for s, e, t in fd["edits"]),
                       safe=bool(fd["safe"]), description=str(fd["description"]))
         out.append(Finding(
-            path=display_path(d["file"]) if "file" in d else display, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
+            path=display_path(d["file"], display) if "file" in d else display, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
             end_column=int(d["end_column"]), code=str(d["code"]), name=str(d["name"]),
             severity=Severity(d["severity"]), message=str(d["message"]), hint=str(d["hint"]),
             fixable=bool(d["fixable"]), url=str(d["url"]), source_line=str(d["source_line"]),

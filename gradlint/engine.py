@@ -555,7 +555,8 @@ def _unique(findings: List[Finding]) -> List[Finding]:
     out: List[Finding] = []
     seen = set()
     for f in findings:
-        k = (f.path, f.cell, f.line, f.column, f.code)
+        # (one file, however its name is spelled: given as `src/a.py`, met as `./src/a.py`)
+        k = (os.path.normcase(os.path.abspath(f.path)) if f.path != "-" else f.path, f.cell, f.line, f.column, f.code)
         if k not in seen:
             seen.add(k)
             out.append(f)

@@ -16,9 +16,12 @@ from gradlint.rule import Finding, Rule, Severity
 from gradlint.suppress import apply_noqa
 
 
-def display_path(path: str) -> str:
+def display_path(path: str, like: Optional[str] = None) -> str:
     """How a file met through an import is named in findings: relative to the current folder
-    when it is below it, else absolute."""
+    when it is below it, else absolute; absolute when ``like`` (the name of the file being
+    linted, as the user gave it) is, so that one file has one name in a run's findings."""
+    if like is not None and os.path.isabs(like):
+        return os.path.abspath(path)
     try:
         rel = os.path.relpath(path)
     except ValueError:  # another drive
@@ -54,7 +57,7 @@ def positioned(display: str, text: str, module: Any, sink: List[Tuple[Rule, Any,
     def of(src: Any) -> _Module:
         m = foreign.get(src.path)
         if m is None:
-            m = foreign[src.path] = _Module(display_path(src.path), src.text, src.module)
+            m = foreign[src.path] = _Module(display_path(src.path, display), src.text, src.module)
         return m
 
     def locate(node: Any, hint: Any = None) -> Tuple[Optional[_Module], Any]:

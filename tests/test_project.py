@@ -137,6 +137,18 @@ def test_no_follow_without_the_other_files(tmp_path: Path, project: Path):
     assert found(items) == [("train.py", 16, "GL501")]
 
 
+def test_one_name_per_file_when_paths_are_given_absolute(project: Path):
+    """A file linted directly and met through an import of another is one file: with the paths
+    given absolute (an editor, a CI script), its findings are named absolute both ways and
+    reported once, not once per spelling (seen on pytorch/examples: the same GL605 twice)."""
+    rc, items = check(project, "--no-cache", str(project / "helpers.py"), str(project / "train.py"))
+    assert all(os.path.isabs(i["path"]) for i in items)
+    assert sorted((Path(p).relative_to(project).as_posix(), line, code) for p, line, code in found(items)) \
+        == EXPECTED
+    rc, items = check(project.parent, "--no-cache", str(project))
+    assert len(items) == len(EXPECTED) and all(os.path.isabs(i["path"]) for i in items)
+
+
 def test_stdin_filename_places_the_text_in_its_project(project: Path):
     old = os.getcwd()
     os.chdir(project)
