@@ -10,6 +10,10 @@ Each family is a :class:`Watcher`: installed when the outermost monitor is enter
 when it exits; it receives the monitor's events (``before_backward``, ``after_backward``,
 ``on_error``) and can see more torch calls with :func:`gradlint.runtime.mode.tap`. A family
 never changes what the program computes, and its own errors are swallowed.
+
+One family checks nothing: ``distributed`` keeps the process group of each
+``DistributedDataParallel`` model so that tearing the group down cannot deadlock with the
+monitor's mode and hooks captured by gloo's worker threads (see its docstring).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any, List, Tuple
 __all__ = ["Watcher", "Patching", "FAMILIES", "start", "stop"]
 
 # module names under gradlint.runtime.watchers, in the order their events are delivered
-FAMILIES = ("graphs", "inference", "functions", "optimizers", "modules", "snapshots")
+FAMILIES = ("graphs", "inference", "functions", "optimizers", "modules", "snapshots", "distributed")
 
 
 class Watcher:
