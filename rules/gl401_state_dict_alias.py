@@ -50,7 +50,8 @@ class StateDictAlias(Rule):
     An optimizer's `state_dict()` is a live view of its state (Adam's `exp_avg` and `step`
     tensors, updated in place). Not reported: one taken before the optimizer's first step
     (torch's optimizers but Adagrad make their state at the first step: the dict holds
-    `'state': {}` and keeps it), unless the file loads a state into it; a snapshot whose
+    `'state': {}` and keeps it), unless a state was loaded into it before (into its name, in
+    the same walk); a snapshot whose
     receiver's name is then bound to a new object (a resume test making its model and optimizer
     anew) when the later steps are reached through the new one (for a module, with an
     optimizer also made after it); a snapshot retaken after the steps of every pass of a loop
@@ -98,6 +99,7 @@ class StateDictAlias(Rule):
         self._rebound: Dict[Tuple[int, str], List[Tuple[Any, ...]]] = {}
         self._owners: Set[Tuple[int, str]] = set()
         self._first_id = 0
+        self._loaded: Set[Tuple[Any, str]] = set()  # (walk, receiver) of each load_state_dict() so far
 
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
@@ -165,6 +167,14 @@ class StateDictAlias(Rule):
                                               and isinstance(s.body[0].value, cst.SimpleString))), None)
         return insert_before(first, "import copy\n") if first is not None else None
 
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if type(func) is cst.Attribute and func.attr.value == "load_state_dict":
+            key = dotted(func.value)
+            if key is not None:
+                # (before a snapshot in the same walk: its state may be filled)
+                self._loaded.add((self.model.walk_root(), key))
+
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         if self._owners:
             self._first_id = next_id()  # values made by this statement (its right side) come after
@@ -221,17 +231,16 @@ class StateDictAlias(Rule):
     def _not_stepped_yet(self, value: Any, key: Optional[str]) -> bool:
         """An optimizer of torch made in this file that keeps no state until its first step
         (all but Adagrad, which fills its state when made), outside any loop, with no step
-        before that could be its own and no ``load_state_dict`` of it in the file: its
+        before that could be its own and no ``load_state_dict`` into its name before: its
         ``state_dict()`` holds no state tensors, only copies of its settings (``'state': {}``),
         and no later step changes it."""
         model = self.model
         made = value.made_node if value.kind == OPTIMIZER else None
         if type(made) is not cst.Call or model.loops or key is None or model.root_text is None:
             return False
-        if (model.qualname(made.func) or "").rsplit(".", 1)[-1] in _EAGER_STATE or \
-                key + ".load_state_dict" in model.root_text:
-            return False
         root = model.walk_root()
+        if (model.qualname(made.func) or "").rsplit(".", 1)[-1] in _EAGER_STATE or (root, key) in self._loaded:
+            return False
         return not any(e.kind == "step" and e.root is root and not (e.value is not None and e.value.kind == OPTIMIZER
                                                  and e.value.made_node is not None and e.value.made_node is not made)
                        for e in model.events)

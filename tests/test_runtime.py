@@ -169,6 +169,9 @@ OUT_OF_REACH = {
     "GL401_replaced_and_fresh_objects::bad_optimizer_state_after_a_step":
         "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
         "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
+    "GL401_replaced_and_fresh_objects::bad_optimizer_state_after_loading_one":
+        "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
+        "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
     "GL401_replaced_and_fresh_objects::bad_adagrad_state_before_first_step":
         "the snapshot is only read through Python after the example returns (its result): the runtime sees a "
         "snapshot restored by load_state_dict() (GL401 at the state_dict() line), not reads of a dict",
