@@ -3,7 +3,8 @@
 The code cells are joined in order (names defined in one cell are known in the next), each
 followed by a boundary comment line, so that a fix can be split back into its cells. IPython
 syntax is masked line for line, never a syntax error: ``%magic`` and ``!shell`` lines become
-``pass`` (``x = !ls`` becomes ``x = None``), a trailing ``?``/``??`` (help) is dropped, and a cell
+``pass`` (``x = !ls`` becomes ``x = None``; the lines a trailing backslash continues it onto
+become blank), a trailing ``?``/``??`` (help) is dropped, and a cell
 that starts with a cell magic other than ``%%time``/``%%timeit``/``%%capture`` (``%%bash``,
 ``%%html``, ...) is not Python at all: all of it is masked. Masked lines are restored when a fixed
 script is split back, and only the cells whose code changed get a new ``source``; everything else
@@ -166,11 +167,13 @@ def _mask(lines: List[str]) -> Dict[int, str]:
         if m:
             masked[i] = text
             lines[i] = m.group(1) + "pass"
+            _mask_continuation(lines, i, masked)
             continue
         m = _ASSIGNED_MAGIC.match(text)
         if m and not text.lstrip().startswith("#"):
             masked[i] = text
             lines[i] = m.group(1) + "None"
+            _mask_continuation(lines, i, masked)
             continue
         m = _HELP.match(text)
         stripped = text.strip()
@@ -178,6 +181,15 @@ def _mask(lines: List[str]) -> Dict[int, str]:
             masked[i] = text  # IPython help: `name?`, `obj.attr??`, `torch.*Tensor?`
             lines[i] = text[: len(text) - len(text.lstrip())] + "pass"
     return masked
+
+
+def _mask_continuation(lines: List[str], i: int, masked: Dict[int, str]) -> None:
+    """A ``!cmd ... \\`` or ``%magic ... \\`` line goes on in the next lines (IPython joins them
+    into one command): they are part of it, masked as blank lines."""
+    while masked[i].rstrip("\r\n").endswith("\\") and i + 1 < len(lines):
+        i += 1
+        masked[i] = lines[i]
+        lines[i] = ""
 
 
 def load(data: bytes) -> Notebook:

@@ -68,6 +68,20 @@ def test_findings_name_cell_and_line(tmp_path):
     ], p.stdout  # magics, shell lines, help and the %%bash cell are no GL000; noqa works in a cell
 
 
+def test_shell_and_magic_lines_continued_with_a_backslash(tmp_path):
+    """IPython joins `!cmd ... \\` with the lines after it into one command (peft's notebooks run
+    training scripts so): those lines are part of it, not indented Python (a GL000 before)."""
+    nb = dict(NOTEBOOK, cells=[
+        _cell(["import torch\n", "w = torch.randn(3, requires_grad=True)\n"], cid="a"),
+        _cell(["! python train.py \\\n", "    --lr 0.1 \\\n", "    --epochs 2\n", "%env A=1 \\\n", "  B=2\n",
+               "w += 1\n"], cid="b"),
+    ])
+    _write(tmp_path / "run.ipynb", nb)
+    p = _gradlint("check", "--no-cache", "--format", "concise", ".", cwd=tmp_path)
+    lines = [ln for ln in p.stdout.splitlines() if ": GL" in ln]
+    assert len(lines) == 1 and lines[0].startswith("run.ipynb:cell 2:6:1: GL101"), p.stdout
+
+
 def test_machine_formats_carry_the_cell_and_the_file_line(tmp_path):
     raw = _write(tmp_path / "train.ipynb")
     raw_lines = raw.splitlines()
