@@ -50,7 +50,9 @@ class NumpyOnGraphTensor(CutRule):
        `np.mean(t)`, `np.float32(t.sum())`, ...; not `np.shape`/`np.ndim`) on a tensor that
        requires grad (also after `.cpu()`): a leaf created with `requires_grad=True`, an `nn.Parameter`, or the result of
        operations on those with grad mode on (or of calling a module, reported as a warning
-       because its parameters might be frozen).
+       because its parameters might be frozen; not when the module is one the linter cannot
+       read at all, whose parameters it cannot tell and whose `forward` it cannot follow: such a
+       warning was wrong far more often than right on real projects).
     2. The round trip `torch.from_numpy(f(h.detach().numpy()))` / `torch.tensor(ndarray)` whose
        result flows into a value that is back-propagated, while `h` itself does not reach that
        value through the graph.
@@ -129,6 +131,8 @@ class NumpyOnGraphTensor(CutRule):
             return
         if not v.requires_grad:
             return
+        if v.probable and _assumed_only(model, v):
+            return  # its graph is only assumed: the output of a module the model could not read
         raised = "TypeError" if q in _TYPEERROR else "RuntimeError"
         inference = _inference_function(model)
         if inference is not None:
@@ -159,3 +163,15 @@ class NumpyOnGraphTensor(CutRule):
             what="tensor rebuilt from NumPy data of a tensor that requires grad, then back-propagated: " + effect,
             **kw,
         )
+
+
+def _assumed_only(model: Any, v: Any) -> bool:
+    """Does ``v`` require grad only by the model's assumption: computed from nothing but outputs
+    of modules whose parameters it cannot tell and whose ``forward`` it could not follow
+    (``Model.probable_savers``: a loss or filter of a library the project imports, a module
+    whose constructor decides)? A warning on that ground is wrong more often than right."""
+    probable = model.probable_savers
+    if v.id in probable:
+        return True
+    deps = v.deps
+    return bool(deps) and all(d in probable for d in deps)
