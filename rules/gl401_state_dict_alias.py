@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from gradlint.edits import insert_after, insert_before, replace
-from gradlint.model.names import dotted, node_children, rebound_names
+from gradlint.model.names import dotted, node_children, read_names, rebound_names
 from gradlint.model.values import INSTANCE, MODULE, OPTIMIZER, next_id
 from gradlint.rule import Fix, Rule, Severity
 
@@ -260,7 +260,7 @@ class StateDictAlias(Rule):
             elif isinstance(t, (cst.Tuple, cst.List)):
                 todo.extend(e.value for e in t.elements)
         for name in names:
-            if (frame, name) in self._owners and name not in _free_names(node.value):
+            if (frame, name) in self._owners and name not in read_names(node.value):
                 self._rebound.setdefault((frame, name), []).append((
                     len(model.events), self._first_id, tuple(model.conditions) + tuple(model.branches),
                     tuple(l.node for l in model.loops), model.current_statement))
@@ -353,7 +353,7 @@ def _on_new_object(step: Any, owner: Optional[str], kind: Optional[str], place: 
     if len(step.chain) <= depth:
         return False
     statement = step.chain[depth]  # the statement of the snapshot's block that leads to the step
-    if owner not in _free_names(statement):
+    if owner not in read_names(statement):
         return False
     for seq, first_id, r_conds, r_loops, r_statement in rebound:
         if seq > step.seq or r_statement is statement or len(r_conds) != len(conds) \
@@ -372,25 +372,6 @@ def _optimizer(kind: Optional[str], owner: Optional[str]) -> bool:
     if kind == OPTIMIZER:
         return True
     return kind not in (MODULE, INSTANCE) and (owner or "").rsplit(".", 1)[-1].lower().startswith("opt")
-
-
-def _free_names(node: Any) -> Set[str]:
-    """The names a statement or expression reads as variables (not attribute names or
-    keywords): ``train(model, opt=optimizer)`` reads train, model, optimizer."""
-    out: Set[str] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t is cst.Name:
-            out.add(n.value)
-        elif t is cst.Attribute:
-            stack.append(n.value)
-        elif t is cst.Arg:
-            stack.append(n.value)
-        else:
-            stack.extend(node_children(n))
-    return out
 
 
 def _last_pass(step: Any, walks: Tuple[Any, ...], every_pass: Any) -> bool:

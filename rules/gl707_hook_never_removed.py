@@ -4,7 +4,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from gradlint.model.names import dotted, node_children, rebound_names, subtree
+from gradlint.model.names import dotted, node_children, read_names, rebound_names, subtree
 from gradlint.rule import Rule, Severity
 
 _MODULE_HOOKS = frozenset({
@@ -225,15 +225,15 @@ class HookNeverRemoved(Rule):
         if self._guarded(between, fn):
             return None
         receiver = call.func.value  # type: ignore[attr-defined]
-        reads = _reads(receiver)
-        args = set().union(*(_reads(x.value) for x in call.args)) if call.args else set()
+        reads = read_names(receiver)
+        args = set().union(*(read_names(x.value) for x in call.args)) if call.args else set()
         # a loop of the same function whose iterations all register the same hook on the same
         # receiver (not under an `if` on what the iteration binds: `if epoch == 0:`)
         for i, a in enumerate(between):
             if isinstance(a, _LOOPS) and not _exits(a):
                 bound = rebound_names(a.body) | (_target_names(a.target) if type(a) is cst.For else set())
                 if reads and not (reads | args) & bound \
-                        and not any(type(x) is cst.If and _reads(x.test) & bound for x in between[:i]):
+                        and not any(type(x) is cst.If and read_names(x.test) & bound for x in between[:i]):
                     return "on every iteration of this loop", a
         root = _root(receiver)
         if fn is None or root is None:
@@ -299,7 +299,7 @@ class HookNeverRemoved(Rule):
             arg = _argument(site, fn, param, offset) if param is not None else site
             if arg is None:
                 continue
-            reads = _reads(arg) if param is not None else {gname}
+            reads = read_names(arg) if param is not None else {gname}
             g, between = self._scope(site)
             if between and between[-1] is _OPAQUE:
                 continue
@@ -402,24 +402,6 @@ def _is_target(n: cst.Name, parent: Any) -> bool:
     if type(parent) in (cst.AssignTarget, cst.For) and parent.target is n:
         return True
     return type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Param)
-
-
-def _reads(expr: Any) -> Set[str]:
-    """The plain names an expression reads (not attribute names, not keywords)."""
-    out: Set[str] = set()
-    stack = [expr]
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t is cst.Name:
-            out.add(n.value)
-        elif t is cst.Attribute:
-            stack.append(n.value)
-        elif t is cst.Arg:
-            stack.append(n.value)
-        else:
-            stack.extend(node_children(n))
-    return out
 
 
 def _reads_attr(fn: Any, key: str, store: Optional[cst.Assign]) -> bool:

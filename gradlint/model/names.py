@@ -313,6 +313,25 @@ def clears_grad(node: cst.CSTNode) -> bool:
     return call_facts(node)[1]
 
 
+def read_names(expr: Any) -> Set[str]:
+    """The plain names an expression or statement reads as variables (not attribute names, not
+    keywords): ``train(model, opt=optimizer)`` reads train, model, optimizer."""
+    out: Set[str] = set()
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name:
+            out.add(n.value)
+        elif t is cst.Attribute:
+            stack.append(n.value)
+        elif t is cst.Arg:
+            stack.append(n.value)
+        else:
+            stack.extend(node_children(n))
+    return out
+
+
 def rebound_names(node: cst.CSTNode) -> Set[str]:
     """The plain names assigned anywhere inside ``node`` (``x = ...``, ``x += ...``, ``for x in``,
     ``with ... as x``, tuple targets). It walks libcst's ``children``: for rare checks only."""
