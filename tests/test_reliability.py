@@ -64,9 +64,17 @@ def _session_processes(sid: int) -> list:
     return out
 
 
+def _interactive_signals() -> None:
+    """In the child before it runs gradlint: Ctrl-C as a terminal gives it. A test run started in
+    the background by a non-interactive shell (`bash .ci/run &`) ignores SIGINT, and an ignored
+    disposition is inherited across exec: Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "gradlint", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, text=True, **kw)
+                            stderr=subprocess.PIPE, start_new_session=True, text=True,
+                            preexec_fn=_interactive_signals, **kw)
 
 
 def _wait_for_workers(proc: subprocess.Popen, n: int = 3, timeout: float = 30.0) -> None:
